@@ -1,0 +1,310 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: compat_check
+short_description: Check GPU nodes and a cluster against the GPU Operator compatibility matrix
+version_added: 0.1.0
+description:
+  - Evaluates the C(gpu_node) facts of many hosts (from M(gpufleet.dra_gate.gpu_node_facts)) and optional
+    cluster facts against the versioned compatibility matrix for a target NVIDIA GPU Operator release
+    (default 26.7.0), and returns structured findings, counts and a verdict.
+  - The matrix is data (C(data/matrix/*.yml) in the collection), one file per operator release plus
+    C(common.yml); every row carries its source. See C(docs/compat-matrix.md).
+  - NVIDIA's support envelope (Kubernetes range, containerd range, driver branch, managed DRA floor,
+    ClusterPolicy/GPUCluster exclusion, kubelet skew, passthrough acceptance and IOMMU) gives C(block)
+    findings. containerd's own "most thoroughly tested" Kubernetes combinations and a driver point
+    release other than the validated one of its branch give C(warn) findings.
+  - Facts that are missing never pass silently; they give an C(info) finding whose id ends in
+    C(.not_assessed), counted in RV(counts.not_assessed). A version string that cannot be parsed
+    gives such a finding naming the field and the string.
+  - Runs on the controller through its action plugin and never transfers a module. Without the
+    action plugin (for example run directly), O(matrix) must be given as a path.
+author:
+  - gpufleet maintainers
+attributes:
+  check_mode:
+    description: Can run in check mode; it only reads, so check mode changes nothing.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+  action_group:
+    description: Action is part of action_group(s), for convenient setting of module_defaults.
+    support: full
+    membership:
+      - gpufleet.dra_gate.controller
+options:
+  nodes:
+    description:
+      - The C(gpu_node) facts of each host, as a dict host name -> facts.
+      - A value of the form C({gpu_node: {...}}) (for example a host's C(ansible_facts)) is unwrapped.
+      - Any key of the facts may be missing or null; a host whose value is null gives a
+        C(node.not_assessed) finding.
+      - When empty or omitted, a C(nodes.not_assessed) finding says so.
+    type: dict
+  cluster:
+    description:
+      - Facts about the cluster. When omitted, every cluster check gives a C(.not_assessed) finding.
+    type: dict
+    suboptions:
+      kubernetes_version:
+        description:
+          - The kube-apiserver version, for example C("1.36.4") or C("v1.36.4-eks-1a2b3c"). Quote it.
+        type: raw
+      kubelet_versions:
+        description:
+          - Kubelet version per host (host name -> version string), as the API server reports them.
+          - Takes precedence over a node's own C(kubelet.version) fact. Hosts only listed here are checked for skew too.
+        type: dict
+      cluster_policy:
+        description:
+          - Whether a ClusterPolicy exists. C(true)/C(false), the object, a list of objects, or a
+            C(kubernetes.core.k8s_info) result (present when its C(resources) list is non-empty).
+          - Omitted or null means unknown.
+        type: raw
+      gpu_cluster:
+        description:
+          - Whether a GPUCluster exists, in the same forms as O(cluster.cluster_policy).
+        type: raw
+      operator_version:
+        description:
+          - The GPU Operator release installed now, for example C("26.3.1"). Needed to plan the upgrade path.
+        type: raw
+      distribution:
+        description:
+          - The Kubernetes distribution, for example C(gke), C(aks), C(eks), C(openshift), C(doks), C(oke) or C(upstream).
+          - A managed distribution gives a dated C(info) finding on its status; C(upstream) gives none.
+        type: str
+  target:
+    description:
+      - What the cluster is to become.
+    type: dict
+    suboptions:
+      operator_version:
+        description:
+          - The target GPU Operator release. A matrix release file must cover it.
+        type: raw
+        default: "26.7.0"
+      kubernetes_version:
+        description:
+          - The target Kubernetes version. When given, the validated range and kubelet skew are checked
+            against it as well as against the current API server version.
+        type: raw
+      allocation_mode:
+        description:
+          - C(device_plugin) keeps the Device Plugin (ClusterPolicy); C(dra) is managed DRA (GPUCluster) and adds
+            its floor (Kubernetes, driver, CDI, no ClusterPolicy).
+        type: str
+        choices: [device_plugin, dra]
+        default: device_plugin
+      passthrough:
+        description:
+          - VFIO passthrough through the DRA driver is wanted.
+        type: bool
+        default: false
+      accept_alpha_passthrough:
+        description:
+          - Explicit acceptance that passthrough is alpha (feature gate C(PassthroughSupport), disabled by default).
+            Without it O(target.passthrough=true) is a C(block) finding.
+        type: bool
+        default: false
+  releases:
+    description:
+      - Known GPU Operator releases for upgrade-hop planning, for example C(["26.3.x", "26.6.x", "26.7.0"]).
+      - Overrides the list in the matrix. Quote each entry.
+    type: list
+    elements: raw
+  matrix:
+    description:
+      - A matrix file or a directory of matrix files (C(*.yml), C(*.yaml)).
+      - Defaults to the matrix bundled with the collection when run through the action plugin;
+        required when the module runs without it.
+    type: path
+  fail_on:
+    description:
+      - The verdict at which the task fails. The findings are returned either way.
+    type: str
+    choices: [block, warn, never]
+    default: block
+notes:
+  - A relative O(matrix) path is resolved against the playbook directory.
+  - Versions must be strings; YAML reads an unquoted C(1.30) as the number C(1.3), which is rejected with a message.
+seealso:
+  - module: gpufleet.dra_gate.gpu_node_facts
+"""
+
+EXAMPLES = r"""
+- name: Gather node facts on the GPU nodes
+  gpufleet.dra_gate.gpu_node_facts:
+
+- name: Check the fleet against GPU Operator 26.7.0 and Kubernetes 1.37 (Device Plugin kept)
+  gpufleet.dra_gate.compat_check:
+    nodes: "{{ dict(groups['gpu'] | zip(groups['gpu'] | map('extract', hostvars, 'gpu_node'))) }}"
+    cluster:
+      kubernetes_version: "1.36.4"
+      operator_version: "26.3.1"
+      cluster_policy: true
+      gpu_cluster: false
+      distribution: upstream
+    target:
+      operator_version: "26.7.0"
+      kubernetes_version: "1.37.0"
+  run_once: true
+  delegate_to: localhost
+  register: compat
+
+- name: Show the upgrade path
+  ansible.builtin.debug:
+    msg: "{{ compat.upgrade_path | map(attribute='to') | list }}"
+
+- name: Qualify a DRA canary pool, reporting without failing
+  gpufleet.dra_gate.compat_check:
+    nodes: "{{ canary_nodes }}"
+    cluster:
+      kubernetes_version: "1.37.0"
+      cluster_policy: "{{ cluster_policy_info }}"  # a kubernetes.core.k8s_info result
+      gpu_cluster: false
+    target:
+      allocation_mode: dra
+    fail_on: never
+  run_once: true
+  register: canary
+
+- name: Use a matrix directory of your own
+  gpufleet.dra_gate.compat_check:
+    nodes: "{{ gpu_nodes }}"
+    matrix: files/matrix
+"""
+
+RETURN = r"""
+findings:
+  description:
+    - Every violation and every check that could not be assessed. Checks that pass give no finding.
+    - Ids of findings that could not be assessed end in C(.not_assessed) and have severity C(info).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The matrix row id, with a suffix for the part that failed (for example C(dra.managed.cdi)).
+      type: str
+      sample: driver.point_release
+    severity:
+      description: C(block), C(warn) or C(info).
+      type: str
+      sample: warn
+    subject:
+      description: The host name, or C(cluster) for cluster-wide findings.
+      type: str
+      sample: gpu-node-01
+    observed:
+      description: What was found, or null when the fact is missing.
+      type: str
+      sample: 580.159.04
+    expected:
+      description: What the matrix allows.
+      type: str
+      sample: 580.173.02
+    message:
+      description: A sentence explaining the finding.
+      type: str
+      sample: driver 580.159.04 is not the validated point release 580.173.02 of branch 580 (older)
+    source:
+      description: The sources of the matrix row (seed document and section, or a source tag).
+      type: str
+      sample: seeds/000_dec44a8f4647fff6.txt § Key Changes > GPU Operator 26.7 changes the supported baseline
+counts:
+  description: Findings per severity; C(info) excludes the not-assessed ones, which are in C(not_assessed).
+  returned: success
+  type: dict
+  sample: {"block": 1, "warn": 2, "info": 1, "not_assessed": 3}
+verdict:
+  description: C(block) when any finding blocks, else C(warn) when any warns, else C(pass).
+  returned: success
+  type: str
+  sample: warn
+upgrade_path:
+  description:
+    - The operator upgrade hops from O(cluster.operator_version) to O(target.operator_version); each hop has
+      C(from), C(to) and C(kind) (C(same_major) or C(next_major)).
+    - An empty list when current and target are the same (or the target is older); null when the current
+      version is unknown (an C(operator.upgrade_hops.not_assessed) finding says so).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"from": "26.3.1", "to": "26.6.x", "kind": "next_major"}, {"from": "26.6.x", "to": "26.7.0", "kind": "next_major"}]
+target:
+  description: The normalised target, with the component versions of the target release (null when unknown).
+  returned: success
+  type: dict
+  sample:
+    operator_version: "26.7.0"
+    kubernetes_version: "1.37.0"
+    allocation_mode: device_plugin
+    passthrough: false
+    accept_alpha_passthrough: false
+    components: {"device_plugin": "v0.20.0", "dra_driver": "v0.5.0", "container_toolkit": "v1.20.0", "default_driver": "595.91.07"}
+matrix:
+  description: The matrix files read, the release the target matched, its file and publication date.
+  returned: success
+  type: dict
+  sample: {"files": ["data/matrix/common.yml", "data/matrix/gpu-operator-26.7.0.yml"], "release": "26.7.0",
+           "release_file": "gpu-operator-26.7.0.yml", "published": "2026-08-21"}
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import (
+    ARGUMENT_SPEC,
+    CompatError,
+    evaluate,
+    should_fail,
+    summarize,
+)
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import (
+    HAS_YAML,
+    YAML_IMPORT_ERROR,
+    MatrixError,
+    load_matrix,
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    if not HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML"), exception=str(YAML_IMPORT_ERROR))
+    params = module.params
+    if not params["matrix"]:
+        module.fail_json(msg="matrix: required when compat_check runs without its action plugin "
+                             "(give the path of a matrix file or directory)")
+    try:
+        matrix = load_matrix(params["matrix"])
+        result = evaluate(params["nodes"], cluster=params["cluster"], target=params["target"], matrix=matrix,
+                          releases=params["releases"])
+    except (CompatError, MatrixError) as exc:
+        module.fail_json(msg=str(exc))
+    message = summarize(result, params["fail_on"])
+    if should_fail(result["verdict"], params["fail_on"]):
+        module.fail_json(msg=message, changed=False, **result)
+    module.exit_json(msg=message, changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

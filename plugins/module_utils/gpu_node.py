@@ -293,9 +293,12 @@ def gather_cdi(tree, containerd_facts):
             text = tree.read_text(path)
             if text is None:
                 specs.append({"path": path, "cdi_version": None, "kind": None, "devices": [],
-                              "error": "unreadable"})
+                              "error": "unreadable", "loaded_by_runtime": False})
                 continue
-            specs.append(cdi_mod.parse_cdi_spec(text, path))
+            spec = cdi_mod.parse_cdi_spec(text, path)
+            # The CDI library loads only .json and .yaml: a .yml spec is silently ignored by the runtime.
+            spec["loaded_by_runtime"] = cdi_mod.is_cdi_spec_filename(name, loaded_by_cdi_only=True)
+            specs.append(spec)
     return {"spec_dirs": dirs, "specs": specs, "invalid_count": sum(1 for s in specs if s.get("error"))}
 
 

@@ -1,0 +1,229 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Matrix loading and validation: the bundled data loads; every malformed field gives a clear error."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import compat_matrix
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import (
+    MatrixError,
+    build_matrix_set,
+    load_matrix,
+    select_release,
+    validate_document,
+)
+
+MATRIX_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir, os.pardir,
+                          "data", "matrix")
+RELEASE_FILE = "gpu-operator-26.7.0.yml"
+
+
+def _raw(name):
+    with open(os.path.join(MATRIX_DIR, name)) as handle:
+        return yaml.safe_load(handle)
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return load_matrix(MATRIX_DIR)
+
+
+def test_bundled_matrix_loads(bundled):
+    names = sorted(os.path.basename(f) for f in bundled["files"])
+    assert names == ["common.yml", "gpu-operator-26.3.yml", "gpu-operator-26.7.0.yml"]
+    kinds = sorted(d["kind"] for d in bundled["documents"])
+    assert kinds == ["common", "release", "release"]
+
+
+def test_every_row_has_a_source(bundled):
+    for doc in bundled["documents"]:
+        for row in doc["rows"]:
+            assert row["source"] and all(s.strip() for s in row["source"]), row["id"]
+            for old in row.get("superseded") or ():
+                assert old["source"], row["id"]
+
+
+def test_bundled_26_7_facts(bundled):
+    selected = select_release(bundled, "26.7.0")
+    rows = dict((r["id"], r) for r in selected["rows"])
+    assert rows["kubernetes.validated_range"]["values"] == {"min": "1.33", "max": "1.37"}
+    assert rows["kubernetes.validated_range"]["superseded"][0]["values"] == {"min": "1.33", "max": "1.36"}
+    assert rows["containerd.validated_range"]["values"] == {"min": "2.0", "max": "2.3"}
+    assert rows["containerd.validated_range"]["superseded"][0]["values"]["min"] == "1.8"
+    branches = [(b["branch"], b["validated"]) for b in rows["driver.branch"]["values"]["branches"]]
+    assert branches == [(610, "610.57.04"), (595, "595.91.07"), (580, "580.173.02"), (535, "535.309.01")]
+    assert rows["driver.point_release"]["values"]["branches"] == rows["driver.branch"]["values"]["branches"]
+    assert rows["dra.managed"]["values"]["kubernetes_min"] == "1.34.2"
+    assert rows["dra.managed"]["values"]["driver_min_branch"] == 580
+    assert rows["operator.components"]["values"]["device_plugin"] == "v0.20.0"
+    assert rows["operator.components"]["values"]["dra_driver"] == "v0.5.0"
+    assert rows["containerd.kubernetes_tested"]["values"]["table"]["1.37"] == ["2.4.0", "2.3.0"]
+    assert rows["kubelet.skew"]["values"]["max_older_minors"] == 3
+    assert [r["version"] for r in selected["releases"]] == ["26.3.x", "26.6.x", "26.7.0"]
+    assert selected["file"] == RELEASE_FILE
+
+
+def test_bundled_26_3_records_what_sources_do_not_say(bundled):
+    selected = select_release(bundled, "26.3.2")
+    assert selected["release"] == "26.3"
+    rows = dict((r["id"], r) for r in selected["rows"])
+    assert rows["driver.branch"]["rule"] == "no_data"
+    assert rows["dra.managed"]["values"] == {"available": False}
+    assert rows["containerd.validated_range"]["values"] == {"min": "1.8", "max": "2.3"}
+    assert rows["operator.lifecycle"]["values"]["status"] == "deprecated"
+
+
+@pytest.mark.parametrize("version, release", [
+    ("26.7.0", "26.7.0"), ("v26.7.0", "26.7.0"), ("26.7", "26.7.0"), ("26.3.0", "26.3"), ("26.3.5", "26.3"),
+])
+def test_select_release(bundled, version, release):
+    assert select_release(bundled, version)["release"] == release
+
+
+@pytest.mark.parametrize("version", ["26.7.1", "26.6.0", "25.10.0", "26"])
+def test_select_release_unknown(bundled, version):
+    with pytest.raises(MatrixError, match=r"no matrix release file covers GPU Operator .*files cover: 26.3, 26.7.0"):
+        select_release(bundled, version)
+
+
+def _mutated(mutate, name=RELEASE_FILE):
+    doc = copy.deepcopy(_raw(name))
+    mutate(doc)
+    return doc
+
+
+def _delete(path):
+    def mutate(doc):
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        del target[path[-1]]
+    return mutate
+
+
+def _set(path, value):
+    def mutate(doc):
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return mutate
+
+
+def _row_index(row_id):
+    return [r["id"] for r in _raw(RELEASE_FILE)["rows"]].index(row_id)
+
+
+BR = _row_index("driver.branch")
+KR = _row_index("kubernetes.validated_range")
+DRA = _row_index("dra.managed")
+
+BAD_DOCS = [
+    (_delete(["rows", 3, "source"]), "gpu-operator-26.7.0.yml: rows[3].source: required field missing"),
+    (_set(["rows", 3, "source"], ""), "gpu-operator-26.7.0.yml: rows[3].source: expected a source string"),
+    (_set(["rows", 3, "source"], [""]), "gpu-operator-26.7.0.yml: rows[3].source[0]: expected a non-empty string"),
+    (_delete(["rows", 0, "id"]), "gpu-operator-26.7.0.yml: rows[0].id: required field missing"),
+    (_set(["rows", 0, "id"], "Bad Id"), "rows[0].id: expected dotted lower-case words"),
+    (_set(["rows", 0, "severity"], "fatal"), "rows[0].severity: expected one of block, warn, info, got 'fatal'"),
+    (_set(["rows", 0, "rule"], "magic"), "rows[0].rule: unknown rule 'magic'"),
+    (_set(["rows", 0, "colour"], "red"), "rows[0].colour: unknown field"),
+    (_delete(["rows", 0, "values"]), "rows[0].values: required field missing"),
+    (_set(["rows", KR, "values", "min"], 1.33), "rows[%d].values.min: expected a version as a quoted string" % KR),
+    (_set(["rows", KR, "values", "max"], "one.two"), "rows[%d].values.max: not a version string" % KR),
+    (_set(["rows", KR, "values"], {}), "rows[%d].values: version_range needs min, max or both" % KR),
+    (_set(["rows", KR, "values"], {"min": "1.37", "max": "1.33"}), "min 1.37 is above max 1.33"),
+    (_set(["rows", KR, "constrains"], "kernel_version"), "rows[%d].constrains: rule version_range constrains one of" % KR),
+    (_set(["rows", BR, "values", "branches", 1, "validated"], "580.1"), "rows[%d].values.branches[1].validated: 580.1 is not in branch 595" % BR),
+    (_delete(["rows", BR, "values", "branches", 0, "branch"]), "rows[%d].values.branches[0].branch: required field missing" % BR),
+    (_set(["rows", BR, "values", "branches", 0, "branch"], "610"), "rows[%d].values.branches[0].branch: expected an integer" % BR),
+    (_delete(["rows", DRA, "values", "kubernetes_min"]), "rows[%d].values.kubernetes_min: required field missing" % DRA),
+    (_set(["rows", DRA, "values", "cdi_required"], "yes"), "rows[%d].values.cdi_required: expected true or false" % DRA),
+    (_set(["rows", 1], copy.deepcopy(_raw(RELEASE_FILE)["rows"][0])), "rows[1].id: duplicate id 'operator.lifecycle' (also rows[0])"),
+    (_set(["rows"], []), "gpu-operator-26.7.0.yml: rows: expected a non-empty list"),
+    (_set(["rows"], {"a": 1}), "gpu-operator-26.7.0.yml: rows: expected a list, got dict"),
+    (_delete(["schema"]), "gpu-operator-26.7.0.yml: schema: required field missing"),
+    (_set(["schema"], "other/v9"), "schema: expected 'gpufleet.dra_gate/compat-matrix/v1'"),
+    (_set(["kind"], "patch"), "kind: expected one of release, common"),
+    (_set(["release"], 26.7), "release: expected a non-empty string, got float"),
+    (_set(["release"], "26.7.x"), "release: expected YY.MM or YY.MM.PP"),
+    (_set(["published"], 20260821), "published: expected a quoted date string"),
+    (_set(["rows", 0, "superseded"], [{"values": {}}]), "rows[0].superseded[0].source: required field missing"),
+]
+
+
+@pytest.mark.parametrize("mutate, message", BAD_DOCS)
+def test_bad_release_document(mutate, message):
+    with pytest.raises(MatrixError) as info:
+        validate_document(_mutated(mutate), RELEASE_FILE)
+    assert message in str(info.value)
+
+
+CRI = [r["id"] for r in _raw("common.yml")["rows"]].index("containerd.kubernetes_tested")
+SKEW = [r["id"] for r in _raw("common.yml")["rows"]].index("kubelet.skew")
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (_set(["rows", CRI, "values", "table", 1.37], ["2.3.0"]), "rows[%d].values.table.1.37: key must be a quoted Kubernetes minor" % CRI),
+    (_set(["rows", CRI, "values", "table", "1.37"], []), "rows[%d].values.table.1.37: expected a non-empty list" % CRI),
+    (_set(["rows", CRI, "values", "table", "1.37"], ["x"]), "rows[%d].values.table.1.37[0]: not a version string" % CRI),
+    (_delete(["rows", SKEW, "values", "max_older_minors"]), "rows[%d].values.max_older_minors: required field missing" % SKEW),
+    (_set(["rows", SKEW, "values", "max_older_minors"], -1), "rows[%d].values.max_older_minors: expected an integer >= 0" % SKEW),
+    (_set(["releases", 0, "version"], "next"), "releases[0].version: expected YY.MM, YY.MM.PP or YY.MM.x"),
+    (_delete(["releases", 1, "source"]), "common.yml: releases[1].source: required field missing"),
+    (_set(["operator"], "gpu-operator"), "common.yml: operator: unknown field"),
+])
+def test_bad_common_document(mutate, message):
+    with pytest.raises(MatrixError) as info:
+        validate_document(_mutated(mutate, "common.yml"), "common.yml")
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("doc, message", [
+    (None, "x.yml: (document): expected a mapping at the top level, got null"),
+    ([1, 2], "x.yml: (document): expected a mapping at the top level, got list"),
+])
+def test_bad_top_level(doc, message):
+    with pytest.raises(MatrixError, match=r"^" + message.replace("(", r"\(").replace(")", r"\)")):
+        validate_document(doc, "x.yml")
+
+
+def test_load_file_and_errors(tmp_path):
+    single = load_matrix(os.path.join(MATRIX_DIR, RELEASE_FILE))
+    assert [d["kind"] for d in single["documents"]] == ["release"]
+    with pytest.raises(MatrixError, match="matrix path does not exist"):
+        load_matrix(str(tmp_path / "nope"))
+    with pytest.raises(MatrixError, match="no matrix files"):
+        load_matrix(str(tmp_path))
+    (tmp_path / "broken.yml").write_text("rows: [\n")
+    with pytest.raises(MatrixError, match="^broken.yml: not valid YAML"):
+        load_matrix(str(tmp_path))
+
+
+def test_duplicate_id_across_files():
+    release = validate_document(_raw(RELEASE_FILE), RELEASE_FILE)
+    common = copy.deepcopy(_raw("common.yml"))
+    common["rows"].append(copy.deepcopy(_raw(RELEASE_FILE)["rows"][0]))
+    common = validate_document(common, "common.yml")
+    with pytest.raises(MatrixError, match="common.yml: rows id 'operator.lifecycle' is also defined in gpu-operator-26.7.0.yml"):
+        select_release(build_matrix_set([release, common]), "26.7.0")
+
+
+def test_select_release_rejects_non_matrix():
+    with pytest.raises(MatrixError, match="expected a matrix set"):
+        select_release({"rows": []}, "26.7.0")
+
+
+def test_rules_are_documented():
+    with open(os.path.join(MATRIX_DIR, os.pardir, os.pardir, "docs", "compat-matrix.md")) as handle:
+        text = handle.read()
+    for rule in compat_matrix.RULES:
+        assert "`%s`" % rule in text, rule

@@ -26,10 +26,6 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.mini_yaml import (
-    YAMLSubsetError,
-    load as yaml_load,
-)
 
 KNOWN_CDI_VERSIONS = (
     "0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0",
@@ -188,6 +184,10 @@ def parse_cdi_spec(text, path):
     names in file order; ``error`` is None for a spec the CDI library would load, else the first
     problem found (the other fields are filled as far as parsing got).
     """
+    # Imported here: most nodes have no spec file, and the loader is the largest piece of node code
+    # (compiling it on every facts run is measurable in bench/bench_node_facts.py).
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.mini_yaml import YAMLSubsetError, load as yaml_load
+
     result = {"path": path, "cdi_version": None, "kind": None, "devices": [], "error": None}
     try:
         data = yaml_load(text)

@@ -403,7 +403,9 @@ class _Evaluator(object):
             if key not in table:
                 self.cri.append((row, None, "the table has no row for Kubernetes %d.%d" % key))
                 continue
-            self.cri.append((row, table[key], None))
+            minimums = table[key]
+            expected = " or ".join(m.raw + "+" for m in sorted(minimums.values(), reverse=True))
+            self.cri.append((row, (minimums, expected), None))
 
     # -- cluster-level checks
     def check_cluster(self):
@@ -748,10 +750,10 @@ class _Evaluator(object):
                 out.append(_t(row["id"], row["severity"], version.raw, expected,
                               "containerd %s is outside GPU Operator %s's validated range %s"
                               % (version.raw, self.selected["release"], expected), _source_text(row)))
-        for row, minimums, _problem in self.cri:
-            if minimums is None:
+        for row, table, _problem in self.cri:
+            if table is None:
                 continue
-            expected = " or ".join(m.raw + "+" for m in sorted(minimums.values(), reverse=True))
+            minimums, expected = table
             minimum = minimums.get(_minor_key(version))
             if minimum is None or version < minimum:
                 out.append(_t(row["id"], row["severity"], version.raw, expected,

@@ -1,0 +1,215 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The compat_check action plugin: options, the bundled matrix, fail_on, and no module transfer."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from unittest.mock import MagicMock
+
+from ansible.playbook.play_context import PlayContext
+
+from ansible_collections.gpufleet.dra_gate.plugins.action import compat_check as action_mod
+from ansible_collections.gpufleet.dra_gate.plugins.action.compat_check import ActionModule
+
+COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                                               os.pardir, os.pardir))
+
+H200 = {
+    "os": {"id": "ubuntu", "version_id": "24.04", "pretty_name": "Ubuntu 24.04.3 LTS"},
+    "kernel": {"release": "6.18.44"},
+    "driver": {"loaded": True, "version": "580.159.04", "flavor": "open"},
+    "gpus": [{"pci_bus_id": "0000:00:06.0", "device_id": "0x2335", "name": "NVIDIA H200", "numa_node": None,
+              "iommu_group": None, "kernel_driver": "nvidia", "mig_mode": "disabled", "memory_mib": 143771}],
+    "iommu": {"enabled": False, "group_count": 0, "iommufd": False},
+    "cdi": {"spec_dirs": ["/etc/cdi", "/var/run/cdi"], "specs": []},
+    "containerd": {"present": False, "version": None},
+    "kubelet": {"present": False, "version": None},
+    "problems": [],
+}
+NO_DRIVER = dict(copy.deepcopy(H200), driver={"loaded": False, "version": None, "flavor": None}, gpus=[])
+
+
+def make_action(args, basedir="/nonexistent"):
+    task = MagicMock()
+    task.args = args
+    task.async_val = 0
+    task.check_mode = False
+    task.action = "gpufleet.dra_gate.compat_check"
+    connection = MagicMock()
+    connection._shell.tmpdir = None
+    loader = MagicMock()
+    loader.path_dwim.side_effect = lambda path: os.path.join(basedir, path)
+    action = ActionModule(task, connection, PlayContext(), loader, MagicMock(), None)
+    action._execute_module = MagicMock(side_effect=AssertionError("compat_check must not run a module"))
+    action._transfer_file = MagicMock(side_effect=AssertionError("compat_check must not transfer files"))
+    return action
+
+
+def test_bundled_matrix_dir():
+    assert os.path.realpath(action_mod.BUNDLED_MATRIX_DIR) == os.path.realpath(os.path.join(COLLECTION_ROOT, "data", "matrix"))
+    assert os.path.isfile(os.path.join(action_mod.BUNDLED_MATRIX_DIR, "gpu-operator-26.7.0.yml"))
+
+
+def test_real_h200_warns_but_does_not_fail():
+    result = make_action({"nodes": {"h200": H200}}).run(task_vars={})
+    assert result["failed"] is False and result["changed"] is False
+    assert result["verdict"] == "warn"
+    assert result["matrix"]["release"] == "26.7.0"
+    assert result["target"]["operator_version"] == "26.7.0"
+    assert {f["id"] for f in result["findings"] if f["subject"] == "h200"} == {"driver.point_release", "containerd.not_assessed"}
+    assert result["msg"].startswith("compat_check verdict warn")
+
+
+@pytest.mark.parametrize("fail_on, failed", [("block", True), ("warn", True), ("never", False)])
+def test_fail_on_with_no_driver(fail_on, failed):
+    result = make_action({"nodes": {"cpu-box": NO_DRIVER}, "fail_on": fail_on}).run(task_vars={})
+    assert result["failed"] is failed
+    assert result["verdict"] == "block"
+    assert "verdict block" in result["msg"] and "1 block" in result["msg"]
+    assert "no NVIDIA driver found" in result["msg"]
+    assert any(f["id"] == "driver.not_found" for f in result["findings"])
+
+
+@pytest.mark.parametrize("fail_on, failed", [("block", False), ("warn", True), ("never", False)])
+def test_fail_on_with_warning(fail_on, failed):
+    result = make_action({"nodes": {"h200": H200}, "fail_on": fail_on}).run(task_vars={})
+    assert result["failed"] is failed
+    assert result["findings"]
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"nodes": {}, "fail_on": "sometimes"}, "fail_on"),
+    ({"nodes": {}, "target": {"allocation_mode": "mig"}}, "allocation_mode"),
+    ({"nodes": {}, "target": {"operator": "26.7.0"}}, "operator"),
+    ({"nodes": {}, "cluster": {"k8s": "1.37"}}, "k8s"),
+    ({"nodes": "h200"}, "nodes"),
+    ({"nodes": {}, "bogus": 1}, "bogus"),
+    ({"nodes": {}, "target": {"kubernetes_version": 1.3}}, "target.kubernetes_version: expected a version as a quoted string"),
+    ({"nodes": {}, "target": {"operator_version": "26.10.0"}}, "no matrix release file covers GPU Operator 26.10.0"),
+    ({"nodes": {"n1": "x"}}, "nodes['n1']: expected the gpu_node facts dict"),
+])
+def test_bad_options_fail_clearly(args, message):
+    result = make_action(args).run(task_vars={})
+    assert result["failed"] is True
+    assert message in result["msg"]
+    assert "findings" not in result
+
+
+def test_matrix_option_file_dir_and_relative(tmp_path):
+    bundled = action_mod.BUNDLED_MATRIX_DIR
+    single = os.path.join(bundled, "gpu-operator-26.7.0.yml")
+    result = make_action({"nodes": {"h200": H200}, "matrix": single}).run(task_vars={})
+    assert result["matrix"]["files"] == [single]
+    assert "kubelet.skew.not_assessed" in {f["id"] for f in result["findings"]}
+    copy_dir = tmp_path / "matrix"
+    shutil.copytree(bundled, str(copy_dir))
+    result = make_action({"nodes": {"h200": H200}, "matrix": "matrix"}, basedir=str(tmp_path)).run(task_vars={})
+    assert result["failed"] is False and len(result["matrix"]["files"]) == 3
+
+
+def test_matrix_with_a_missing_field(tmp_path):
+    shutil.copytree(action_mod.BUNDLED_MATRIX_DIR, str(tmp_path / "m"))
+    path = tmp_path / "m" / "gpu-operator-26.7.0.yml"
+    path.write_text(path.read_text().replace("    source: \"[CND life-cycle-policy.rst]\"\n", "", 1))
+    result = make_action({"nodes": {}, "matrix": str(tmp_path / "m")}).run(task_vars={})
+    assert result["failed"] is True
+    assert result["msg"] == "gpu-operator-26.7.0.yml: rows[0].source: required field missing"
+
+
+def test_upgrade_path_and_dra(tmp_path):
+    args = {
+        "nodes": {"h200": H200},
+        "cluster": {"kubernetes_version": "1.36.4", "operator_version": "26.3.1", "cluster_policy": True,
+                    "gpu_cluster": False, "distribution": "upstream"},
+        "target": {"kubernetes_version": "1.37.0", "allocation_mode": "dra"},
+    }
+    result = make_action(args).run(task_vars={})
+    assert [hop["to"] for hop in result["upgrade_path"]] == ["26.6.x", "26.7.0"]
+    assert result["failed"] is True
+    assert "dra.managed.cluster_policy" in result["msg"]
+    assert result["target"] == {"operator_version": "26.7.0", "kubernetes_version": "1.37.0", "allocation_mode": "dra",
+                                "passthrough": False, "accept_alpha_passthrough": False,
+                                "components": {"device_plugin": "v0.20.0", "dra_driver": "v0.5.0",
+                                               "container_toolkit": "v1.20.0", "default_driver": "595.91.07"}}
+
+
+def test_check_mode_runs():
+    action = make_action({"nodes": {"h200": H200}})
+    action._task.check_mode = True
+    assert action.run(task_vars={})["verdict"] == "warn"
+
+
+def test_through_ansible_playbook(tmp_path):
+    """End to end: ansible-playbook finds the action plugin, the bundled matrix, and fails on block."""
+    ansible_playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    if not os.path.exists(ansible_playbook):
+        pytest.skip("ansible-playbook not installed next to this python")
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        "- hosts: localhost\n"
+        "  gather_facts: false\n"
+        "  tasks:\n"
+        "    - gpufleet.dra_gate.compat_check:\n"
+        "        nodes: {h200: %s, cpu-box: %s}\n"
+        "        cluster: {kubernetes_version: '1.37.0', operator_version: '26.3.1'}\n"
+        "      register: compat\n"
+        "      ignore_errors: true\n"
+        "    - ansible.builtin.copy:\n"
+        "        content: '{{ compat | to_json }}'\n"
+        "        dest: %s\n" % (json.dumps(H200), json.dumps(NO_DRIVER), tmp_path / "out.json"))
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    proc = subprocess.run([ansible_playbook, "-i", "localhost,", "-c", "local", str(playbook)],
+                          cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    output = proc.stdout.decode("utf-8", "replace")
+    assert proc.returncode == 0, output
+    result = json.loads((tmp_path / "out.json").read_text())
+    assert result["failed"] is True and result["verdict"] == "block"
+    assert [hop["to"] for hop in result["upgrade_path"]] == ["26.6.x", "26.7.0"]
+    assert {"driver.not_found", "driver.point_release"} <= {f["id"] for f in result["findings"]}
+
+
+# ---- the module's own main(), used when the action plugin is not (e.g. run directly) -------------
+
+def _run_module(args, capsys):
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.gpufleet.dra_gate.plugins.modules import compat_check as module
+
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_module_main_requires_matrix(capsys):
+    result = _run_module({"nodes": {"h200": H200}}, capsys)
+    assert result["failed"] is True
+    assert result["msg"].startswith("matrix: required when compat_check runs without its action plugin")
+
+
+@pytest.mark.parametrize("nodes, fail_on, failed, verdict", [
+    ({"h200": H200}, "block", False, "warn"),
+    ({"cpu-box": NO_DRIVER}, "block", True, "block"),
+    ({"cpu-box": NO_DRIVER}, "never", False, "block"),
+])
+def test_module_main_evaluates(capsys, nodes, fail_on, failed, verdict):
+    result = _run_module({"nodes": nodes, "matrix": action_mod.BUNDLED_MATRIX_DIR, "fail_on": fail_on}, capsys)
+    assert bool(result.get("failed")) is failed
+    assert result["verdict"] == verdict
+    assert result["changed"] is False
+
+
+def test_module_main_bad_option(capsys):
+    result = _run_module({"nodes": {}, "matrix": action_mod.BUNDLED_MATRIX_DIR,
+                          "target": {"allocation_mode": "mig"}}, capsys)
+    assert result["failed"] is True and "allocation_mode" in result["msg"]

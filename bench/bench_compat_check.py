@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -125,7 +124,7 @@ def _measure_action(nodes, cluster, target, repeat):
     action = ActionModule(task, connection, PlayContext(), MagicMock(), MagicMock(), None)
     times = []
     result = None
-    for _ in range(max(1, repeat)):
+    for _run in range(max(1, repeat)):
         start = time.perf_counter()
         result = action.run(task_vars={})
         times.append(time.perf_counter() - start)
@@ -159,7 +158,7 @@ def main():
         times = []
         peaks = []
         result = None
-        for _ in range(max(1, args.repeat)):
+        for _run in range(max(1, args.repeat)):
             # Wall time without tracemalloc (it slows allocation), then peak memory with it.
             start = time.perf_counter()
             result = evaluate(nodes, cluster=cluster, target=target, matrix=matrix)

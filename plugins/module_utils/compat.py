@@ -535,11 +535,11 @@ class _Evaluator(object):
         values = row["values"]
         source = _source_text(row)
         if values["requires_acceptance"] and not self.target["accept_alpha_passthrough"]:
+            default = "enabled" if values["default_enabled"] else "disabled"
             self.add(row["id"] + ".acceptance", row["severity"], CLUSTER, "accept_alpha_passthrough false",
                      "accept_alpha_passthrough true",
                      "VFIO passthrough is %s (feature gate %s, %s by default) and needs explicit acceptance: set "
-                     "target.accept_alpha_passthrough" % (values["stage"], values["feature_gate"],
-                                                         "enabled" if values["default_enabled"] else "disabled"),
+                     "target.accept_alpha_passthrough" % (values["stage"], values["feature_gate"], default),
                      source)
         mode = values.get("requires_allocation_mode")
         if mode and self.target["allocation_mode"] != mode:

@@ -28,7 +28,7 @@ description:
   - Runs on the controller through its action plugin and never transfers a module. Without the
     action plugin (for example run directly), O(matrix) must be given as a path.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 attributes:
   check_mode:
     description: Can run in check mode; it only reads, so check mode changes nothing.
@@ -38,7 +38,8 @@ attributes:
     support: none
   platform:
     description: Target OS/families that can be operated against.
-    support: N/A
+    support: full
+    platforms: all
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
@@ -54,7 +55,7 @@ options:
   nodes:
     description:
       - The C(gpu_node) facts of each host, as a dict host name -> facts.
-      - A value of the form C({gpu_node: {...}}) (for example a host's C(ansible_facts)) is unwrapped.
+      - A value that only wraps the facts in a C(gpu_node) key (for example a host's C(ansible_facts)) is unwrapped.
       - Any key of the facts may be missing or null; a host whose value is null gives a
         C(node.not_assessed) finding.
       - When empty or omitted, a C(nodes.not_assessed) finding says so.
@@ -231,10 +232,23 @@ findings:
       type: str
       sample: seeds/000_dec44a8f4647fff6.txt § Key Changes > GPU Operator 26.7 changes the supported baseline
 counts:
-  description: Findings per severity; C(info) excludes the not-assessed ones, which are in C(not_assessed).
+  description: Findings per severity; the sum is the number of findings.
   returned: success
   type: dict
   sample: {"block": 1, "warn": 2, "info": 1, "not_assessed": 3}
+  contains:
+    block:
+      description: Findings of severity C(block).
+      type: int
+    warn:
+      description: Findings of severity C(warn).
+      type: int
+    info:
+      description: Findings of severity C(info), not counting the not-assessed ones.
+      type: int
+    not_assessed:
+      description: Findings whose id ends in C(.not_assessed) (severity C(info)).
+      type: int
 verdict:
   description: C(block) when any finding blocks, else C(warn) when any warns, else C(pass).
   returned: success

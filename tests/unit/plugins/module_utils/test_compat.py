@@ -80,7 +80,9 @@ def node(base=GOOD, **changes):
 DELETE = object()
 
 
-def run(matrix, nodes=None, cluster=CLUSTER, target=None, releases=None):
+def run(matrix, nodes=None, cluster="default", target=None, releases=None):
+    if cluster == "default":
+        cluster = CLUSTER
     if nodes is None:
         nodes = {"n1": GOOD}
     return evaluate(nodes, cluster=cluster, target=target, matrix=matrix, releases=releases)
@@ -570,7 +572,8 @@ def test_bad_options(matrix, options, message):
     kwargs = dict(nodes={"n1": GOOD}, cluster=CLUSTER, target=None, matrix=matrix, releases=None)
     kwargs.update(options)
     with pytest.raises(CompatError) as info:
-        evaluate(kwargs.pop("nodes"), **kwargs)
+        evaluate(kwargs["nodes"], cluster=kwargs["cluster"], target=kwargs["target"], matrix=kwargs["matrix"],
+                 releases=kwargs["releases"])
     assert message in str(info.value)
 
 

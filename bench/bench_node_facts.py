@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -58,8 +57,8 @@ def main():
         time_ratio = statistics.median(w / p for w, p in zip(wall[module], wall[ping]))
         mem_delta = statistics.median(r - p for r, p in zip(rss[module], rss[ping]))
         ratios[module] = (time_ratio, mem_delta)
-        print("%-36s %10.3f %10.2f %12.1f %12.1f" % (module, statistics.median(wall[module]), time_ratio,
-                                                    statistics.median(rss[module]), mem_delta))
+        print("%-36s %10.3f %10.2f %12.1f %12.1f" % (
+            module, statistics.median(wall[module]), time_ratio, statistics.median(rss[module]), mem_delta))
     facts_ratio, facts_mem = ratios["gpufleet.dra_gate.gpu_node_facts"]
     print("goal wall <= 1.15x ping: %s (%.2fx, %d rounds)" % ("PASS" if facts_ratio <= 1.15 else "MISS", facts_ratio, args.rounds))
     print("goal peak memory within 5 MiB of ping: %s (%+.1f MiB)" % ("PASS" if facts_mem <= 5 else "MISS", facts_mem))

@@ -165,7 +165,7 @@ def shapes():
             "files": {
                 "/etc/containerd/config.toml": fixture_text("containerd", "containerd-2.x-v3-cdi-implicit.toml"),
                 "/var/run/cdi/nvidia.yaml": fixture_text("cdi", "nvidia-ctk-0.5.0.yaml"),
-                "/etc/cdi/broken.yaml": fixture_text("cdi", "broken", "invalid-yaml.yaml"),
+                "/etc/cdi/broken.yaml": fixture_text("cdi", "broken", "invalid-yaml.yaml.broken"),
             },
             "kubelet_version": "v1.36.4",
         },

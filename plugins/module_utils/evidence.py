@@ -133,11 +133,11 @@ def render_preflight(record):
             containerd = facts.get("containerd") or {}
             lines.append("### %s" % host)
             lines.append("")
-            lines.append("- OS %s, kernel %s" % (os_info.get("pretty_name") or "unknown",
-                                                  (facts.get("kernel") or {}).get("release") or "unknown"))
+            kernel = (facts.get("kernel") or {}).get("release") or "unknown"
+            lines.append("- OS %s, kernel %s" % (os_info.get("pretty_name") or "unknown", kernel))
             if driver.get("loaded"):
-                lines.append("- NVIDIA driver %s (%s kernel module)" % (driver.get("version") or "unparsed",
-                                                                      driver.get("flavor") or "unknown"))
+                lines.append("- NVIDIA driver %s (%s kernel module)" % (
+                    driver.get("version") or "unparsed", driver.get("flavor") or "unknown"))
             else:
                 lines.append("- no NVIDIA driver found")
             gpus = facts.get("gpus") or []
@@ -180,8 +180,8 @@ def render_run_summary(index, phase_summaries):
     """The run's summary.md: one line per phase record, then each phase's own summary."""
     lines = ["# Gate run %s" % index.get("run_id"), "", "| phase | verdict | record | sha256 |", "|---|---|---|---|"]
     for entry in index.get("records", []):
-        lines.append("| %s | %s | %s | `%s` |" % (entry["phase"], entry.get("verdict") or "—", entry["file"],
-                                                   (entry.get("sha256") or "")[:16]))
+        lines.append("| %s | %s | %s | `%s` |" % (
+            entry["phase"], entry.get("verdict") or "—", entry["file"], (entry.get("sha256") or "")[:16]))
     lines.append("")
     for entry in index.get("records", []):
         text = phase_summaries.get(entry["phase"])

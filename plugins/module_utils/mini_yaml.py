@@ -198,7 +198,8 @@ class _Parser(object):
         if ch in "@`":
             raise self.error("reserved indicator %r cannot start a plain scalar" % ch, li)
         if ch == "%":
-            raise self.error("directives (%) are not supported", li)
+            message = "directives (%) are not supported"
+            raise self.error(message, li)
 
     def _is_seq_item(self, col):
         line = self.lines[self.li]

@@ -20,9 +20,9 @@ description:
     the run's C(summary.md)).
   - Files are written mode 0600 (they hold cluster state) through a temporary file and a rename,
     so a reader never sees half a record.
-  - Runs on the controller (C(delegate_to: localhost)).
+  - Runs on the controller; use it with C(delegate_to=localhost).
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   root:
     description: Directory that holds the gate runs' evidence directories. Created (mode 0700) if missing.
@@ -51,8 +51,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Writes nothing in check mode; reports the path and whether it would change.
   diff_mode:
     support: full
+    description: Reports what the written file would change.
 notes:
   - In check mode nothing is written; C(path) says where the record would go.
 seealso:

@@ -17,13 +17,13 @@ description:
     and link it read, plus the command outputs (C(nvidia-smi), C(containerd --version),
     C(kubelet --version)), into a gzip tarball on the node.
   - Unpacked, the bundle is a root prefix for M(gpufleet.dra_gate.gpu_node_facts) (with
-    O(gpufleet.dra_gate.gpu_node_facts#module:commands=recorded)) that yields the same facts:
-    attach it to a support ticket, or keep it as a test fixture.
-  - The bundle contains no secrets by construction (os-release, procfs/sysfs GPU files, DMI
-    identifiers without serial numbers, CDI specs, containerd config), but the containerd config may
-    hold registry credentials; it is written mode 0600.
+    O(gpufleet.dra_gate.gpu_node_facts#module:commands=recorded)) that yields the same facts.
+    Attach it to a support ticket, or keep it as a test fixture.
+  - The bundle holds os-release, the GPU files of procfs and sysfs, DMI identifiers (never serial
+    numbers), CDI specs and the containerd config. That config may hold registry credentials, so the
+    bundle is written mode 0600; review it before sharing it.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   dest:
     description: Path of the tarball to write on the node.
@@ -44,8 +44,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Writes nothing in check mode; reports the path it would write.
   diff_mode:
     support: full
+    description: Reports what the written file would change.
 notes:
   - In check mode nothing is written; the result says which path would be written.
 seealso:

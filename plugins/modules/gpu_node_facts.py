@@ -26,7 +26,7 @@ description:
     with C(tomllib) (Python 3.11+) or C(tomli); on older Pythons without C(tomli) that part degrades
     to a problem entry and C(cdi_enabled) is null.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   root:
     description:
@@ -50,10 +50,13 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Read-only; check mode gathers the same facts.
   diff_mode:
     support: none
+    description: Returns no diff; nothing is changed.
   facts:
     support: full
+    description: Sets C(ansible_facts.gpu_node).
 notes:
   - Read-only; always returns C(changed=false).
   - The schema is versioned (C(gpu_node.schema_version)) and documented in docs/node-facts.md.

@@ -13,7 +13,8 @@ python3 -m pip install -q --no-index --no-deps --target site .whl/*.whl >/dev/nu
 coll=$(mktemp -d)
 mkdir -p "$coll/ansible_collections/gpufleet"
 ln -s "$PWD" "$coll/ansible_collections/gpufleet/dra_gate"
-export PYTHONPATH=$PWD/site PATH=$PWD/site/bin:$PATH ANSIBLE_PYTHON_INTERPRETER=$(command -v python3)
+ANSIBLE_PYTHON_INTERPRETER=$(command -v python3)
+export PYTHONPATH=$PWD/site PATH=$PWD/site/bin:$PATH ANSIBLE_PYTHON_INTERPRETER
 export ANSIBLE_COLLECTIONS_PATH=$coll ANSIBLE_STDOUT_CALLBACK=default ANSIBLE_LOCALHOST_WARNING=false
 case $what in
 record)
@@ -36,7 +37,7 @@ record)
     done >"$out/pci-nvidia.txt" 2>&1
     ls -la /sys/kernel/iommu_groups /dev/iommu /etc/cdi /var/run/cdi /etc/containerd >"$out/misc-ls.txt" 2>&1 || true
     cat /proc/cmdline /etc/os-release /proc/sys/kernel/osrelease >"$out/misc-cat.txt" 2>&1 || true
-    for f in /sys/class/dmi/id/*; do [ -f "$f" ] && printf '%s=%s\n' "$(basename "$f")" "$(cat "$f" 2>/dev/null | head -c 200)"; done >"$out/dmi.txt" 2>&1 || true
+    for f in /sys/class/dmi/id/*; do [ -f "$f" ] && printf '%s=%s\n' "$(basename "$f")" "$(head -c 200 "$f" 2>/dev/null)"; done >"$out/dmi.txt" 2>&1 || true
     python3 --version >"$out/python-version.txt" 2>&1
   } || true
   ;;

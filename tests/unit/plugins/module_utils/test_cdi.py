@@ -65,7 +65,7 @@ def test_schema_testdata(name, version):
 
 
 def test_invalid_yaml():
-    res = _parse("broken/invalid-yaml.yaml")
+    res = _parse("broken/invalid-yaml.yaml.broken")
     assert res["error"].startswith("invalid YAML/JSON: line ")
     assert res["cdi_version"] is None and res["devices"] == []
 

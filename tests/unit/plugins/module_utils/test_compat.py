@@ -531,9 +531,8 @@ def test_host_without_facts_and_wrapped_facts(matrix):
 
 def test_sparse_node_never_raises(matrix):
     sparse = {"driver": {"loaded": True, "version": ["580"]}, "containerd": "weird", "kubelet": None, "iommu": 7}
-    result = run(matrix, nodes={"s": sparse}, target={"allocation_mode": "dra", "passthrough": True,
-                                                       "accept_alpha_passthrough": True},
-                 cluster=dict(CLUSTER, cluster_policy=False))
+    target = {"allocation_mode": "dra", "passthrough": True, "accept_alpha_passthrough": True}
+    result = run(matrix, nodes={"s": sparse}, target=target, cluster=dict(CLUSTER, cluster_policy=False))
     assert ids(result, "s") == {"driver.version.not_assessed", "containerd.not_assessed", "dra.managed.cdi.not_assessed",
                                 "dra.passthrough.iommu.not_assessed", "kubelet.skew.not_assessed"}
 

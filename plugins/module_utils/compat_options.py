@@ -1,0 +1,248 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Options of ``compat_check``: the argument spec, :class:`CompatError`, and the normalisation and
+validation of ``target``, ``cluster``, ``nodes`` and ``releases``. Pure logic, no I/O.
+
+Also the small version/field helpers shared by the rule checks (:mod:`compat_cluster_rules`,
+:mod:`compat_node_rules`) and :func:`compat.evaluate`.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import ALLOCATION_MODES
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.versions import parse_version
+
+DEFAULT_OPERATOR_VERSION = "26.7.0"
+FAIL_ON = ("block", "warn", "never")
+VERDICTS = ("pass", "warn", "block")
+CLUSTER = "cluster"
+NOT_ASSESSED = ".not_assessed"
+#: Distributions that have no status row on purpose (plain upstream Kubernetes).
+UPSTREAM_DISTRIBUTIONS = ("upstream", "kubeadm", "vanilla")
+FACTS_SOURCE = "gpu_node facts (plugins/modules/gpu_node_facts.py)"
+OPTIONS_SOURCE = "compat_check options"
+
+_CLUSTER_KEYS = ("kubernetes_version", "kubelet_versions", "cluster_policy", "gpu_cluster",
+                 "operator_version", "distribution")
+_TARGET_KEYS = ("operator_version", "kubernetes_version", "allocation_mode", "passthrough",
+                "accept_alpha_passthrough")
+
+#: The argument spec shared by the action plugin and the module.
+ARGUMENT_SPEC = dict(
+    nodes=dict(type="dict"),
+    cluster=dict(type="dict", options=dict(
+        kubernetes_version=dict(type="raw"),
+        kubelet_versions=dict(type="dict"),
+        cluster_policy=dict(type="raw"),
+        gpu_cluster=dict(type="raw"),
+        operator_version=dict(type="raw"),
+        distribution=dict(type="str"),
+    )),
+    target=dict(type="dict", apply_defaults=True, options=dict(
+        operator_version=dict(type="raw", default=DEFAULT_OPERATOR_VERSION),
+        kubernetes_version=dict(type="raw"),
+        allocation_mode=dict(type="str", choices=list(ALLOCATION_MODES), default="device_plugin"),
+        passthrough=dict(type="bool", default=False),
+        accept_alpha_passthrough=dict(type="bool", default=False),
+    )),
+    releases=dict(type="list", elements="raw"),
+    matrix=dict(type="path"),
+    fail_on=dict(type="str", choices=list(FAIL_ON), default="block"),
+)
+
+
+class CompatError(ValueError):
+    """A bad option: the message names the option and the expected form."""
+
+
+# ---- option normalisation -----------------------------------------------------------------------
+
+def _type_name(value):
+    return type(value).__name__ if value is not None else "null"
+
+
+def _version_option(value, field, required=False):
+    """A version given as an option: a string that parses, else CompatError. None stays None."""
+    if value is None or value == "":
+        if required:
+            raise CompatError("%s: required (a version string such as \"1.37.0\")" % field)
+        return None
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise CompatError(
+            "%s: expected a version as a quoted string (YAML reads 1.30 as the number 1.3), got %s %r"
+            % (field, _type_name(value), value))
+    parsed = parse_version(value)
+    if parsed is None:
+        raise CompatError("%s: %r is not a version string (expected digits and dots such as \"1.37.0\")" % (field, value))
+    return parsed
+
+
+def _fact_version(value, field):
+    """A version given as a fact: (Version, None) or (None, why-not text)."""
+    if value is None or value == "":
+        return None, "%s not given" % field
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise CompatError(
+            "%s: expected a version as a quoted string (YAML reads 1.30 as the number 1.3), got %s %r"
+            % (field, _type_name(value), value))
+    parsed = parse_version(value)
+    if parsed is None:
+        return None, "%s %r is not a version string" % (field, value)
+    return parsed, None
+
+
+def _bool_option(value, field, default=False):
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise CompatError("%s: expected true or false, got %s %r" % (field, _type_name(value), value))
+    return value
+
+
+def _check_keys(mapping, allowed, field):
+    for key in mapping:
+        if key not in allowed:
+            raise CompatError("%s: unknown key %r (expected one of %s)" % (field, key, ", ".join(allowed)))
+
+
+def _presence(value, field):
+    """ClusterPolicy/GPUCluster presence: True, False or None (unknown).
+
+    Accepts a bool, the object itself (a dict), a list of objects, or a ``k8s_info`` result
+    (a dict with ``resources``).
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        if isinstance(value.get("resources"), list):
+            return bool(value["resources"])
+        return bool(value)
+    if isinstance(value, (list, tuple)):
+        return bool(value)
+    raise CompatError(
+        "%s: expected true/false, the object (a dict), a list of objects or a k8s_info result; got %s %r"
+        % (field, _type_name(value), value))
+
+
+def normalize_target(target):
+    """The target with defaults applied and versions parsed. Raises CompatError."""
+    if target is None:
+        target = {}
+    if not isinstance(target, dict):
+        raise CompatError("target: expected a dict with keys %s, got %s" % (", ".join(_TARGET_KEYS), _type_name(target)))
+    _check_keys(target, _TARGET_KEYS, "target")
+    operator = target.get("operator_version")
+    if operator is None:
+        operator = DEFAULT_OPERATOR_VERSION
+    operator_v = _version_option(operator, "target.operator_version")
+    if len(operator_v.parts) < 2:
+        raise CompatError("target.operator_version: %r: expected YY.MM.PP such as \"26.7.0\"" % (operator,))
+    mode = target.get("allocation_mode")
+    if mode is None:
+        mode = "device_plugin"
+    if mode not in ALLOCATION_MODES:
+        raise CompatError("target.allocation_mode: expected one of %s, got %r" % (", ".join(ALLOCATION_MODES), mode))
+    return {
+        "operator_version": operator_v,
+        "kubernetes_version": _version_option(target.get("kubernetes_version"), "target.kubernetes_version"),
+        "allocation_mode": mode,
+        "passthrough": _bool_option(target.get("passthrough"), "target.passthrough"),
+        "accept_alpha_passthrough": _bool_option(target.get("accept_alpha_passthrough"), "target.accept_alpha_passthrough"),
+    }
+
+
+def normalize_cluster(cluster):
+    """Cluster facts with presence flags decided; None when no cluster was given. Raises CompatError."""
+    if cluster is None:
+        return None
+    if not isinstance(cluster, dict):
+        raise CompatError("cluster: expected a dict with keys %s, got %s" % (", ".join(_CLUSTER_KEYS), _type_name(cluster)))
+    _check_keys(cluster, _CLUSTER_KEYS, "cluster")
+    kubelets = cluster.get("kubelet_versions")
+    if kubelets is None:
+        kubelets = {}
+    if not isinstance(kubelets, dict):
+        raise CompatError("cluster.kubelet_versions: expected a dict host -> version string, got %s" % _type_name(kubelets))
+    for host, version in kubelets.items():
+        if version is not None and (isinstance(version, bool) or not isinstance(version, str)):
+            raise CompatError(
+                "cluster.kubelet_versions[%r]: expected a version as a quoted string, got %s %r"
+                % (host, _type_name(version), version))
+    distribution = cluster.get("distribution")
+    if distribution is not None and not isinstance(distribution, str):
+        raise CompatError("cluster.distribution: expected a string such as eks or upstream, got %s" % _type_name(distribution))
+    for key in ("kubernetes_version", "operator_version"):
+        value = cluster.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, str)):
+            raise CompatError(
+                "cluster.%s: expected a version as a quoted string (YAML reads 1.30 as the number 1.3), got %s %r"
+                % (key, _type_name(value), value))
+    return {
+        "kubernetes_version": cluster.get("kubernetes_version"),
+        "kubelet_versions": kubelets,
+        "cluster_policy": _presence(cluster.get("cluster_policy"), "cluster.cluster_policy"),
+        "gpu_cluster": _presence(cluster.get("gpu_cluster"), "cluster.gpu_cluster"),
+        "operator_version": cluster.get("operator_version"),
+        "distribution": distribution.strip().lower() if distribution else None,
+    }
+
+
+def normalize_nodes(nodes):
+    """host -> facts dict (or None for a host without facts). Unwraps ``{"gpu_node": {...}}``."""
+    if nodes is None:
+        return {}
+    if not isinstance(nodes, dict):
+        raise CompatError("nodes: expected a dict host -> gpu_node facts, got %s" % _type_name(nodes))
+    out = {}
+    for host, facts in nodes.items():
+        if not isinstance(host, str):
+            raise CompatError("nodes: host names must be strings, got %s %r" % (_type_name(host), host))
+        if isinstance(facts, dict) and "driver" not in facts and isinstance(facts.get("gpu_node"), dict):
+            facts = facts["gpu_node"]
+        if facts is not None and not isinstance(facts, dict):
+            raise CompatError("nodes[%r]: expected the gpu_node facts dict (or null), got %s" % (host, _type_name(facts)))
+        out[host] = facts
+    return out
+
+
+def normalize_releases(releases):
+    """An explicit operator release list for hop planning, or None. Raises CompatError."""
+    if releases is None:
+        return None
+    if not isinstance(releases, (list, tuple)):
+        raise CompatError("releases: expected a list of operator versions such as [\"26.3.x\", \"26.6.x\", \"26.7.0\"]")
+    out = []
+    for index, item in enumerate(releases):
+        if not isinstance(item, str) or _release_key(item) is None:
+            raise CompatError(
+                "releases[%d]: expected a quoted operator version such as \"26.6.x\" or \"26.7.0\", got %s %r"
+                % (index, _type_name(item), item))
+        out.append(item)
+    return out
+
+
+def _release_key(text):
+    text = text.strip()
+    if text.endswith((".x", ".X", ".*")):
+        text = text[:-2]
+    parsed = parse_version(text)
+    if parsed is None or len(parsed.parts) < 2:
+        return None
+    return parsed
+
+
+# ---- helpers shared by the rule checks ----------------------------------------------------------
+
+def _source_text(row):
+    return "; ".join(row["source"]) if row else OPTIONS_SOURCE
+
+
+def _fmt(version):
+    return version.raw if version is not None else None
+
+
+def _minor_key(version):
+    return (version.major, version.minor)

@@ -253,3 +253,20 @@ def test_live_commands_record_results_for_the_bundle():
     assert live.run("containerd-version", ["containerd", "--version"]) == (0, "out", "")
     assert calls == [["/usr/bin/containerd", "--version"]]
     assert live.results["containerd-version"]["argv"] == ["/usr/bin/containerd", "--version"]
+
+
+def test_preflight_run_on_the_h200_recorded_the_same_facts(h200):
+    """The evidence record written by the preflight playbook on the H200 holds the facts that
+    the recorded tree yields here (the playbook on the machine and the fixture agree)."""
+    path = os.path.join(node_trees.FIXTURES, "nodes", "h200-vm-raw", "preflight-record.json")
+    with open(path) as handle:
+        record = json.load(handle)
+    live = record["nodes"]["localhost"]
+    for key in ("os", "kernel", "driver", "iommu", "kubelet"):
+        assert h200[key] == live[key], key
+    # The second lease was another H200 machine of the same shape: only the GPU's UUID differs.
+    strip = [dict(g, uuid=None) for g in h200["gpus"]]
+    assert strip == [dict(g, uuid=None) for g in live["gpus"]]
+    assert live["gpus"][0]["uuid"].startswith("GPU-") and live["gpus"][0]["uuid"] != h200["gpus"][0]["uuid"]
+    assert record["results"]["verdict"] == "warn"
+    assert [f["id"] for f in record["results"]["findings"] if f["severity"] == "warn"] == ["driver.point_release"]

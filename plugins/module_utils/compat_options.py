@@ -64,17 +64,22 @@ def _type_name(value):
     return type(value).__name__ if value is not None else "null"
 
 
+def _parse_string_version(value, field):
+    """parse_version() of a string; a number (YAML reads 1.30 as 1.3) or another type is a CompatError."""
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise CompatError(
+            "%s: expected a version as a quoted string (YAML reads 1.30 as the number 1.3), got %s %r"
+            % (field, _type_name(value), value))
+    return parse_version(value)
+
+
 def _version_option(value, field, required=False):
     """A version given as an option: a string that parses, else CompatError. None stays None."""
     if value is None or value == "":
         if required:
             raise CompatError("%s: required (a version string such as \"1.37.0\")" % field)
         return None
-    if isinstance(value, bool) or not isinstance(value, str):
-        raise CompatError(
-            "%s: expected a version as a quoted string (YAML reads 1.30 as the number 1.3), got %s %r"
-            % (field, _type_name(value), value))
-    parsed = parse_version(value)
+    parsed = _parse_string_version(value, field)
     if parsed is None:
         raise CompatError("%s: %r is not a version string (expected digits and dots such as \"1.37.0\")" % (field, value))
     return parsed
@@ -84,11 +89,7 @@ def _fact_version(value, field):
     """A version given as a fact: (Version, None) or (None, why-not text)."""
     if value is None or value == "":
         return None, "%s not given" % field
-    if isinstance(value, bool) or not isinstance(value, str):
-        raise CompatError(
-            "%s: expected a version as a quoted string (YAML reads 1.30 as the number 1.3), got %s %r"
-            % (field, _type_name(value), value))
-    parsed = parse_version(value)
+    parsed = _parse_string_version(value, field)
     if parsed is None:
         return None, "%s %r is not a version string" % (field, value)
     return parsed, None

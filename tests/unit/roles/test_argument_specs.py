@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every role documents each variable of its defaults/main.yml in meta/argument_specs.yml, and the
+documented default is the one the role really uses."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ast
+import os
+import re
+
+import pytest
+import yaml
+
+ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "roles")
+# "{{ dra_gate_x | default(LITERAL) }}": the inventory-wide variable, else LITERAL.
+TEMPLATED_DEFAULT = re.compile(r"^\{\{\s*(?P<var>\w+)\s*\|\s*default\((?P<literal>.*)\)\s*\}\}$")
+TYPES = {"str", "int", "bool", "list", "dict", "path", "raw", "float"}
+
+
+def role_names():
+    return sorted(name for name in os.listdir(ROLES) if os.path.isdir(os.path.join(ROLES, name)))
+
+
+def load(role, *parts):
+    with open(os.path.join(ROLES, role, *parts)) as handle:
+        return yaml.safe_load(handle)
+
+
+def test_there_are_roles():
+    assert "preflight" in role_names()
+
+
+@pytest.mark.parametrize("role", role_names())
+def test_every_default_is_documented_and_nothing_else(role):
+    defaults = load(role, "defaults", "main.yml") or {}
+    options = load(role, "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert sorted(defaults) == sorted(options)
+
+
+@pytest.mark.parametrize("role", role_names())
+def test_each_option_has_description_type_and_prefix(role):
+    options = load(role, "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    for name, spec in options.items():
+        assert name.startswith(role + "_"), name
+        assert spec.get("description"), name
+        assert spec.get("type") in TYPES, name
+        if spec.get("type") == "list":
+            assert spec.get("elements"), name
+
+
+@pytest.mark.parametrize("role", role_names())
+def test_documented_defaults_match_the_role(role):
+    defaults = load(role, "defaults", "main.yml") or {}
+    options = load(role, "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    for name, value in defaults.items():
+        documented = options[name].get("default")
+        match = TEMPLATED_DEFAULT.match(value) if isinstance(value, str) else None
+        if match is None:
+            assert documented == value, name
+            continue
+        assert match.group("var") == "dra_gate_" + name[len(role) + 1:], name
+        try:
+            literal = ast.literal_eval(match.group("literal").replace("true", "True").replace("false", "False"))
+        except (ValueError, SyntaxError):
+            continue  # an expression (e.g. a lookup); the spec documents it in words
+        assert documented == literal, name
+        choices = options[name].get("choices")
+        if choices:
+            assert literal in choices, name

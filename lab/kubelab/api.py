@@ -1,0 +1,500 @@
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Resource operations with kube-apiserver semantics, independent of HTTP.
+
+The HTTP handler (server.py) and the simulated controllers both act through this class, so the
+lab's behaviour is only ever what its API allows.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime
+import json
+import threading
+import uuid
+
+from kubelab import patch as patching
+from kubelab import validation
+from kubelab.errors import ApiError, bad_request, method_not_allowed, not_found, too_many_requests
+from kubelab.resources import RETURN_OBJECT_ON_DELETE, Registry
+from kubelab.selectors import label_selector_from_object, parse_field_selector, parse_label_selector
+from kubelab.store import Store, now
+
+PATCH_TYPES = {
+    "application/json-patch+json": "json",
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+    "application/apply-patch+cbor": "apply",
+}
+DEFAULT_POD_GRACE = 30
+
+
+def _status_success(rtype, name: str, uid: str | None = None, code: int = 200) -> dict:
+    details = {"name": name, "kind": rtype.plural}
+    if rtype.group:
+        details["group"] = rtype.group
+    if uid:
+        details["uid"] = uid
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+def _later(seconds: int) -> str:
+    moment = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Api:
+    def __init__(self, store: Store, registry: Registry):
+        self.store = store
+        self.registry = registry
+        self.ns_type = registry.get("", "v1", "namespaces")
+        self.crd_type = registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        self.pod_type = registry.get("", "v1", "pods")
+        self.pdb_type = registry.get("policy", "v1", "poddisruptionbudgets")
+        self.gc_lock = threading.Lock()
+        store.listeners.append(self._on_event)
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _require_namespace(self, rtype, namespace: str | None, creating: bool = False) -> None:
+        if not rtype.namespaced:
+            return
+        if not namespace:
+            raise bad_request("the server could not find the requested resource: a namespace is required")
+        if creating:
+            ns = self.store.get_or_none(self.ns_type, None, namespace)
+            if ns is None:
+                raise not_found("", "namespaces", namespace)
+            if ns.get("metadata", {}).get("deletionTimestamp"):
+                raise ApiError(403, "Forbidden", 'unable to create new content in namespace %s because it is being '
+                               "terminated" % namespace, {"name": namespace, "kind": "namespaces"})
+
+    def _managed(self, obj: dict, manager: str | None, operation: str, subresource: str = "") -> None:
+        if manager is not None:
+            patching.update_managed_fields(obj, manager or "unknown", operation, subresource=subresource)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def get(self, rtype, namespace: str | None, name: str) -> dict:
+        return self.store.get(rtype, namespace, name)
+
+    def list(self, rtype, namespace: str | None, label_selector: str = "", field_selector: str = "",
+             limit: int = 0, continue_token: str = "") -> dict:
+        labels = parse_label_selector(label_selector or "")
+        fields = parse_field_selector(field_selector or "", rtype.kind)
+        items, revision = self.store.list(rtype, namespace)
+        items = [o for o in items if labels.matches(o.get("metadata", {}).get("labels") or {}) and fields.matches(o)]
+        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        meta = {"resourceVersion": str(revision)}
+        if continue_token:
+            try:
+                start = json.loads(base64.urlsafe_b64decode(continue_token.encode()).decode())
+                revision, after = int(start["rv"]), tuple(start["after"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise bad_request("continue key is not valid: %s" % exc) from exc
+            items = [o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after]
+            meta["resourceVersion"] = str(revision)
+        if limit and len(items) > limit:
+            last = items[limit - 1]["metadata"]
+            token = {"rv": int(meta["resourceVersion"]), "after": [last.get("namespace", ""), last["name"]]}
+            meta["continue"] = base64.urlsafe_b64encode(json.dumps(token).encode()).decode()
+            meta["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
+        return {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": meta, "items": items}
+
+    # -- create ---------------------------------------------------------------------------------
+
+    def create(self, rtype, namespace: str | None, body, dry_run: bool = False, field_manager: str | None = None) -> dict:
+        obj = validation.check_type(copy.deepcopy(body), rtype)
+        meta = obj.setdefault("metadata", {})
+        if rtype.namespaced:
+            validation.require_namespace_match(obj, namespace)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        validation.validate_object(rtype, obj)
+        self._require_namespace(rtype, namespace, creating=True)
+        self._defaults(rtype, obj)
+        self._managed(obj, field_manager if field_manager is not None else "", "Update")
+        created = self.store.create(rtype, obj, dry_run=dry_run)
+        if rtype is self.crd_type and not dry_run:
+            self.registry.set_custom(created)
+        return created
+
+    def _defaults(self, rtype, obj: dict) -> None:
+        kind = rtype.kind
+        if kind == "Namespace":
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+            obj["status"] = {"phase": "Active"}
+            obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+        elif kind == "CustomResourceDefinition":
+            self._crd_status(obj)
+        elif kind == "Pod":
+            status = obj.setdefault("status", {})
+            status.setdefault("phase", "Pending")
+            status.setdefault("qosClass", "BestEffort")
+            spec = obj.setdefault("spec", {})
+            spec.setdefault("restartPolicy", "Always")
+            spec.setdefault("terminationGracePeriodSeconds", DEFAULT_POD_GRACE)
+            spec.setdefault("dnsPolicy", "ClusterFirst")
+            spec.setdefault("schedulerName", "default-scheduler")
+        elif kind == "Secret":
+            obj.setdefault("type", "Opaque")
+
+    def _crd_status(self, crd: dict) -> None:
+        spec = crd.get("spec") or {}
+        names = dict(spec.get("names") or {})
+        names.setdefault("singular", (names.get("kind") or "").lower())
+        names.setdefault("listKind", (names.get("kind") or "") + "List")
+        stamp = now()
+        crd["status"] = {
+            "acceptedNames": names,
+            "storedVersions": [v["name"] for v in spec.get("versions") or [] if v.get("storage")],
+            "conditions": [
+                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+                 "message": "no conflicts found", "lastTransitionTime": stamp},
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                 "message": "the initial names have been accepted", "lastTransitionTime": stamp},
+            ],
+        }
+
+    # -- update ---------------------------------------------------------------------------------
+
+    def update(self, rtype, namespace: str | None, name: str, body, subresource: str = "", dry_run: bool = False,
+               field_manager: str | None = None) -> tuple[dict, int]:
+        obj = validation.check_type(copy.deepcopy(body), rtype)
+        validation.require_name_match(obj, name)
+        if rtype.namespaced:
+            validation.require_namespace_match(obj, namespace)
+        expected = obj.get("metadata", {}).get("resourceVersion")
+        current = self.store.get_or_none(rtype, namespace, name)
+        if current is None:
+            if subresource:
+                raise not_found(rtype.group, rtype.plural, name)
+            # PUT creates when the object is missing (AllowCreateOnUpdate types) only without a precondition.
+            if expected:
+                raise not_found(rtype.group, rtype.plural, name)
+            return self.create(rtype, namespace, obj, dry_run, field_manager), 201
+        validation.validate_object(rtype, obj)
+        obj = self._merge_scope(rtype, current, obj, subresource)
+        self._managed(obj, field_manager if field_manager is not None else "", "Update", subresource)
+        return self._write(rtype, obj, expected, dry_run, subresource), 200
+
+    def _merge_scope(self, rtype, current: dict, obj: dict, subresource: str) -> dict:
+        """A write to the main resource keeps the stored status; a /status write only changes status."""
+        if subresource == "status":
+            merged = copy.deepcopy(current)
+            merged["status"] = obj.get("status")
+            for key in ("labels", "annotations"):
+                if key in (obj.get("metadata") or {}):
+                    merged["metadata"][key] = obj["metadata"][key]
+            merged["metadata"]["resourceVersion"] = obj.get("metadata", {}).get("resourceVersion")
+            if "managedFields" in (obj.get("metadata") or {}):
+                merged["metadata"]["managedFields"] = obj["metadata"]["managedFields"]
+            return merged
+        if rtype.has_status and rtype.kind != "CustomResourceDefinition":
+            if "status" in current:
+                obj["status"] = current["status"]
+            else:
+                obj.pop("status", None)
+        return obj
+
+    def _write(self, rtype, obj: dict, expected: str | None, dry_run: bool, subresource: str = "") -> dict:
+        if rtype is self.crd_type:
+            self._crd_status(obj)
+        if rtype is self.ns_type and subresource != "status":
+            current = self.store.get_or_none(rtype, None, obj["metadata"]["name"])
+            if current:
+                obj["status"] = current.get("status")
+        finalizers_removed = False
+        if obj.get("metadata", {}).get("deletionTimestamp") or self._terminating(rtype, obj):
+            finalizers_removed = not obj["metadata"].get("finalizers")
+        written = self.store.update(rtype, obj, expected, dry_run=dry_run, bump_generation=subresource != "status")
+        if rtype is self.crd_type and not dry_run:
+            self.registry.set_custom(written)
+        if finalizers_removed and not dry_run and written["metadata"].get("deletionTimestamp") \
+                and rtype.kind not in ("Pod", "Namespace", "CustomResourceDefinition"):
+            self._finish_delete(rtype, written)
+        return written
+
+    def _terminating(self, rtype, obj: dict) -> bool:
+        current = self.store.get_or_none(rtype, obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        if current and current["metadata"].get("deletionTimestamp"):
+            obj["metadata"]["deletionTimestamp"] = current["metadata"]["deletionTimestamp"]
+            return True
+        return False
+
+    # -- patch ----------------------------------------------------------------------------------
+
+    def patch(self, rtype, namespace: str | None, name: str, content_type: str, raw: bytes, subresource: str = "",
+              field_manager: str | None = None, force: bool = False, dry_run: bool = False) -> tuple[dict, int]:
+        media = (content_type or "").split(";")[0].strip().lower()
+        kind = PATCH_TYPES.get(media)
+        if kind is None:
+            raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted "
+                           "media types include: application/json-patch+json, application/merge-patch+json, "
+                           "application/apply-patch+yaml")
+        if kind == "apply" and not field_manager:
+            raise ApiError(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is "
+                           "required for apply patch", {"kind": "PatchOptions", "group": "meta.k8s.io",
+                                                         "causes": [{"reason": "FieldValueRequired",
+                                                                     "message": "Required value: is required for apply patch",
+                                                                     "field": "fieldManager"}]})
+        body = validation.decode_body(media, raw, allow_yaml=kind == "apply")
+        current = self.store.get_or_none(rtype, namespace, name)
+        if current is None:
+            if kind != "apply" or subresource:
+                raise not_found(rtype.group, rtype.plural, name)
+            obj = validation.check_type(body, rtype)
+            validation.require_name_match(obj, name)
+            created = patching.apply_patch(None, obj, field_manager, force)
+            return self.create(rtype, namespace, created, dry_run, None), 201
+        expected = None
+        if kind == "json":
+            if not isinstance(body, list):
+                raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+            patched = patching.json_patch(copy.deepcopy(current), body)
+            # A resourceVersion in the patch result acts as a precondition (kubectl's SSA migration).
+            new_rv = (patched.get("metadata") or {}).get("resourceVersion")
+            if new_rv and new_rv != current["metadata"]["resourceVersion"]:
+                expected = new_rv
+        elif kind == "merge":
+            if not isinstance(body, dict):
+                raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
+            patched = patching.json_merge_patch(copy.deepcopy(current), body)
+        elif kind == "strategic":
+            if not isinstance(body, dict):
+                raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
+            patched = patching.strategic_merge_patch(copy.deepcopy(current), body)
+        else:
+            if not isinstance(body, dict):
+                raise bad_request("error decoding YAML: the apply configuration is not an object")
+            validation.check_type(body, rtype)
+            patched = patching.apply_patch(copy.deepcopy(current), body, field_manager, force)
+        if not isinstance(patched, dict):
+            raise ApiError(422, "Invalid", "the patch produced a non-object result")
+        patched = validation.check_type(patched, rtype)
+        meta = patched.setdefault("metadata", {})
+        for field in ("name", "namespace", "uid"):
+            if field in current["metadata"] and meta.get(field) != current["metadata"][field]:
+                if field == "uid":
+                    meta["uid"] = current["metadata"]["uid"]
+                else:
+                    raise bad_request("metadata.%s cannot be changed by a patch" % field)
+        meta["resourceVersion"] = expected or current["metadata"]["resourceVersion"]
+        validation.validate_object(rtype, patched)
+        patched = self._merge_scope(rtype, current, patched, subresource)
+        if kind != "apply":
+            self._managed(patched, field_manager if field_manager is not None else "", "Update", subresource)
+        return self._write(rtype, patched, expected, dry_run, subresource), 200
+
+    # -- delete ---------------------------------------------------------------------------------
+
+    def delete(self, rtype, namespace: str | None, name: str, options: dict | None = None,
+               dry_run: bool = False) -> tuple[dict, int]:
+        options = options or {}
+        pre = options.get("preconditions") or {}
+        current = self.store.get(rtype, namespace, name)
+        if pre.get("uid") and pre["uid"] != current["metadata"].get("uid"):
+            raise ApiError(409, "Conflict", "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                           % (pre["uid"], current["metadata"].get("uid")))
+        if pre.get("resourceVersion") and pre["resourceVersion"] != current["metadata"]["resourceVersion"]:
+            raise ApiError(409, "Conflict", "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion "
+                           "in object meta: %s" % (pre["resourceVersion"], current["metadata"]["resourceVersion"]))
+        if dry_run:
+            return current, 200
+        propagation = options.get("propagationPolicy") or ("Orphan" if options.get("orphanDependents") else "Background")
+        meta = current["metadata"]
+        graceful = self._grace_seconds(rtype, current, options)
+        if meta.get("deletionTimestamp"):
+            # Already terminating: only a forced pod deletion (grace 0) changes anything.
+            if rtype.kind == "Pod" and options.get("gracePeriodSeconds") == 0 and not meta.get("finalizers"):
+                return self._remove(rtype, current, propagation), 200
+            return current, 200
+        staged = rtype.kind == "Namespace" or rtype is self.crd_type or bool(meta.get("finalizers")) or graceful > 0
+        if not staged:
+            removed = self._remove(rtype, current, propagation)
+            if rtype.kind in RETURN_OBJECT_ON_DELETE:
+                return removed, 200
+            return _status_success(rtype, name, meta.get("uid")), 200
+        meta["deletionTimestamp"] = _later(graceful)
+        meta["deletionGracePeriodSeconds"] = graceful
+        if rtype.kind == "Namespace":
+            current.setdefault("status", {})["phase"] = "Terminating"
+        current = self.store.update(rtype, current, None, bump_generation=False)
+        if propagation == "Orphan":
+            self.orphan_dependents(meta.get("uid"))
+        if rtype.kind == "Namespace":
+            threading.Thread(target=self._finalize_namespace, args=(name,), daemon=True).start()
+        elif rtype is self.crd_type:
+            threading.Thread(target=self._finalize_crd, args=(current,), daemon=True).start()
+        return current, 200
+
+    def _grace_seconds(self, rtype, obj: dict, options: dict) -> int:
+        if rtype.kind != "Pod":
+            return 0
+        if options.get("gracePeriodSeconds") is not None:
+            return max(0, int(options["gracePeriodSeconds"]))
+        if not (obj.get("spec") or {}).get("nodeName"):
+            return 0  # an unscheduled pod goes at once, as in Kubernetes
+        if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        return int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", DEFAULT_POD_GRACE))
+
+    def _remove(self, rtype, obj: dict, propagation: str = "Background") -> dict:
+        meta = obj["metadata"]
+        removed = self.store.delete(rtype, meta.get("namespace"), meta["name"])
+        if propagation != "Orphan":
+            threading.Thread(target=self.collect_dependents, args=(meta.get("uid"),), daemon=True).start()
+        else:
+            self.orphan_dependents(meta.get("uid"))
+        return removed
+
+    def _finish_delete(self, rtype, obj: dict) -> None:
+        try:
+            self._remove(rtype, obj)
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+
+    def finalize_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
+        """What a kubelet does when a terminating pod's containers have stopped."""
+        pod = self.store.get_or_none(self.pod_type, namespace, name)
+        if pod and pod["metadata"].get("deletionTimestamp") and (uid is None or pod["metadata"]["uid"] == uid) \
+                and not pod["metadata"].get("finalizers"):
+            self._finish_delete(self.pod_type, pod)
+
+    # -- garbage collection ---------------------------------------------------------------------
+
+    def _dependents(self, uid: str) -> list:
+        found = []
+        for rtype in self.registry.all():
+            if rtype.kind in ("Event",):
+                continue
+            try:
+                items, _rev = self.store.list(rtype)
+            except ApiError:
+                continue
+            for obj in items:
+                for ref in obj.get("metadata", {}).get("ownerReferences") or []:
+                    if ref.get("uid") == uid:
+                        found.append((rtype, obj))
+        return found
+
+    def collect_dependents(self, uid: str | None) -> None:
+        if not uid:
+            return
+        for rtype, obj in self._dependents(uid):
+            try:
+                self.delete(rtype, obj["metadata"].get("namespace"), obj["metadata"]["name"],
+                            {"propagationPolicy": "Background"})
+            except ApiError:
+                continue
+
+    def orphan_dependents(self, uid: str | None) -> None:
+        for rtype, obj in self._dependents(uid or ""):
+            obj["metadata"]["ownerReferences"] = [r for r in obj["metadata"]["ownerReferences"] if r.get("uid") != uid]
+            if not obj["metadata"]["ownerReferences"]:
+                del obj["metadata"]["ownerReferences"]
+            try:
+                self.store.update(rtype, obj, None, bump_generation=False)
+            except ApiError:
+                continue
+
+    def _finalize_namespace(self, name: str) -> None:
+        for rtype in self.registry.all():
+            if not rtype.namespaced:
+                continue
+            try:
+                items, _rev = self.store.list(rtype, name)
+            except ApiError:
+                continue
+            for obj in items:
+                try:
+                    self.delete(rtype, name, obj["metadata"]["name"], {"gracePeriodSeconds": 0})
+                except ApiError:
+                    continue
+        ns = self.store.get_or_none(self.ns_type, None, name)
+        if ns is not None:
+            self._finish_delete(self.ns_type, ns)
+
+    def _finalize_crd(self, crd: dict) -> None:
+        spec = crd.get("spec") or {}
+        plural = (spec.get("names") or {}).get("plural", "")
+        for version in spec.get("versions") or []:
+            rtype = self.registry.get(spec.get("group", ""), version.get("name", ""), plural)
+            if rtype is None:
+                continue
+            items, _rev = self.store.list(rtype)
+            for obj in items:
+                try:
+                    self.store.delete(rtype, obj["metadata"].get("namespace"), obj["metadata"]["name"])
+                except ApiError:
+                    continue
+        self.registry.remove_custom(spec.get("group", ""), plural)
+        current = self.store.get_or_none(self.crd_type, None, crd["metadata"]["name"])
+        if current is not None:
+            self.store.delete(self.crd_type, None, current["metadata"]["name"])
+
+    def _on_event(self, event_type: str, rtype, obj: dict) -> None:
+        """Hook for the store's writes (controllers subscribe through Lab, not here)."""
+
+    # -- eviction and scale ---------------------------------------------------------------------
+
+    def evict(self, namespace: str, name: str, body) -> dict:
+        """POST pods/{name}/eviction: PDB-enforcing, as the API server's eviction REST does."""
+        if body is not None and not isinstance(body, dict):
+            raise bad_request("the body of the request was in an unknown format - expected an Eviction")
+        pod = self.store.get(self.pod_type, namespace, name)
+        options = (body or {}).get("deleteOptions") or {}
+        if pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            self.delete(self.pod_type, namespace, name, options)
+            return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        labels = pod["metadata"].get("labels") or {}
+        pdbs, _rev = self.store.list(self.pdb_type, namespace)
+        matching = [p for p in pdbs if label_selector_from_object((p.get("spec") or {}).get("selector")).matches(labels)]
+        if len(matching) > 1:
+            raise ApiError(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the eviction "
+                           "subresource does not support.")
+        if matching:
+            pdb = matching[0]
+            status = pdb.get("status") or {}
+            if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1) or \
+                    int(status.get("disruptionsAllowed", 0)) <= 0:
+                message = ("The disruption budget %s needs %d healthy pods and has %d currently"
+                           % (pdb["metadata"]["name"], int(status.get("desiredHealthy", 0)),
+                              int(status.get("currentHealthy", 0))))
+                error = too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.")
+                error.details = {"causes": [{"reason": "DisruptionBudget", "message": message}]}
+                raise error
+            status = dict(status)
+            status["disruptionsAllowed"] = int(status["disruptionsAllowed"]) - 1
+            status.setdefault("disruptedPods", {})[name] = now()
+            pdb["status"] = status
+            self.store.update(self.pdb_type, pdb, pdb["metadata"]["resourceVersion"], bump_generation=False)
+        self.delete(self.pod_type, namespace, name, options)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+    def get_scale(self, rtype, namespace: str, name: str) -> dict:
+        obj = self.store.get(rtype, namespace, name)
+        return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                "metadata": {k: obj["metadata"][k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                                             "creationTimestamp") if k in obj["metadata"]},
+                "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 1)},
+                "status": {"replicas": (obj.get("status") or {}).get("replicas", 0),
+                           "selector": ",".join("%s=%s" % kv for kv in sorted(
+                               (((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}).items()))}}
+
+    def set_scale(self, rtype, namespace: str, name: str, replicas) -> dict:
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise ApiError(422, "Invalid", 'Scale.autoscaling "%s" is invalid: spec.replicas: Invalid value: %r: must '
+                           "be greater than or equal to 0" % (name, replicas))
+        obj = self.store.get(rtype, namespace, name)
+        obj.setdefault("spec", {})["replicas"] = replicas
+        self.store.update(rtype, obj, None)
+        return self.get_scale(rtype, namespace, name)
+
+    def not_allowed(self):
+        raise method_not_allowed()

@@ -1,0 +1,362 @@
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The lab's HTTP(S) front: routing, authentication, content negotiation and watch streams.
+
+Paths served: /version, /healthz|livez|readyz, /api, /apis, /api/v1, /apis/{g}[/{v}], /openapi/v3[/...],
+and resources under /api/v1 and /apis/{g}/{v}: [namespaces/{ns}/]{plural}[/{name}[/{subresource}]].
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from kubelab import discovery, validation
+from kubelab.api import Api
+from kubelab.errors import ApiError, bad_request, method_not_allowed, unauthorized
+from kubelab.resources import Registry
+from kubelab.selectors import parse_field_selector, parse_label_selector
+from kubelab.store import Store
+
+WATCH_DEFAULT_TIMEOUT = 1800
+NOT_FOUND_PATH = ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+
+class LabServer:
+    """The API server: ``LabServer(etcd_url).start()``; ``url``; ``stop()``."""
+
+    def __init__(self, etcd_url: str, host: str = "127.0.0.1", port: int = 0, tls: tuple | None = None,
+                 token: str | None = None, scenario: dict | None = None):
+        self.registry = Registry()
+        self.store = Store(etcd_url)
+        self.api = Api(self.store, self.registry)
+        self.token = token
+        self.scenario = scenario or {}
+        self.faults = []  # callables(method, path) -> ApiError | None (fault injection, lab part 2)
+        self.httpd = _HTTPServer((host, port), _handler_for(self))
+        self.scheme = "http"
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(tls[0], tls[1])
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+            self.scheme = "https"
+        self.thread = None
+        self.stopping = threading.Event()
+        self.controllers = []
+        self.controller_errors = []
+        self._restore_custom_types()
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return "%s://%s:%d" % (self.scheme, host, port)
+
+    def _restore_custom_types(self) -> None:
+        """After a restart (or an etcd restore) serve the CRDs that etcd holds."""
+        crds, _rev = self.store.list(self.api.crd_type)
+        for crd in crds:
+            self.registry.set_custom(crd)
+
+    def start(self) -> "LabServer":
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+        self.thread.start()
+        for controller in self.controllers:
+            controller.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for controller in self.controllers:
+            controller.stop()
+        with self.store.changed:
+            self.store.changed.notify_all()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _handler_for(lab: LabServer):
+    class Handler(_Handler):
+        server_lab = lab
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_lab: LabServer = None  # set by _handler_for
+
+    def log_message(self, fmt, *args):  # quiet; tests read responses, not logs
+        return
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send_json(self, code: int, data, content_type: str = "application/json") -> None:
+        payload = json.dumps(data).encode("utf-8")
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def _send_error(self, exc: ApiError) -> None:
+        self._send_json(exc.code, exc.status())
+
+    def _dispatch(self) -> None:
+        lab = self.server_lab
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        body = b""
+        try:
+            if self.command in ("POST", "PUT", "PATCH", "DELETE"):
+                body = self._body()
+            if lab.token is not None and self.headers.get("Authorization", "") != "Bearer " + lab.token \
+                    and parts.path not in ("/healthz", "/livez", "/readyz"):
+                raise unauthorized()
+            for fault in list(lab.faults):
+                error = fault(self.command, parts.path)
+                if error is not None:
+                    raise error
+            self._route(parts.path, query, body)
+        except ApiError as exc:
+            self._send_error(exc)
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            return
+        except Exception as exc:  # pylint: disable=broad-except
+            self._send_error(validation.api_error_from(exc))
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _dispatch
+
+    # -- routing --------------------------------------------------------------------------------
+
+    def _route(self, path: str, query: dict, body: bytes) -> None:
+        lab = self.server_lab
+        registry = lab.registry
+        accept = self.headers.get("Accept", "")
+        path = path.rstrip("/") or "/"
+        if path in ("/healthz", "/livez", "/readyz"):
+            payload = b"ok"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return
+        if path == "/version":
+            return self._send_json(200, discovery.VERSION)
+        if path in ("/api", "/apis") and self.command == "GET":
+            if discovery.wants_aggregated(accept):
+                return self._send_json(200, discovery.aggregated(registry, legacy=path == "/api"),
+                                       discovery.AGGREGATED_CONTENT_TYPE)
+            return self._send_json(200, discovery.api_versions() if path == "/api" else discovery.api_group_list(registry))
+        if path == "/openapi/v3":
+            return self._send_json(200, discovery.openapi_index(registry))
+        if path.startswith("/openapi/v3/"):
+            gv = discovery.parse_openapi_path(path)
+            doc = discovery.openapi_document(registry, *gv) if gv else None
+            if doc is None:
+                raise NOT_FOUND_PATH
+            return self._send_json(200, doc)
+        segments = path.strip("/").split("/")
+        if segments[0] == "api" and len(segments) >= 2:
+            group, version, rest = "", segments[1], segments[2:]
+        elif segments[0] == "apis" and len(segments) >= 2:
+            if len(segments) == 2:
+                entry = discovery.api_group(registry, segments[1])
+                if entry is None:
+                    raise NOT_FOUND_PATH
+                return self._send_json(200, entry)
+            group, version, rest = segments[1], segments[2], segments[3:]
+        else:
+            raise NOT_FOUND_PATH
+        if not rest:
+            listing = discovery.resource_list(registry, group, version)
+            if listing is None:
+                raise NOT_FOUND_PATH
+            return self._send_json(200, listing)
+        namespace = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and registry.get(group, version, rest[2]) is not None \
+                and registry.get(group, version, rest[2]).namespaced:
+            namespace, rest = rest[1], rest[2:]
+        rtype = registry.get(group, version, rest[0])
+        if rtype is None or len(rest) > 3:
+            raise NOT_FOUND_PATH
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else ""
+        if sub and sub not in rtype.subresources:
+            raise NOT_FOUND_PATH
+        if rtype.namespaced and namespace is None and name is not None:
+            raise NOT_FOUND_PATH
+        self._resource(rtype, namespace, name, sub, query, body)
+
+    def _resource(self, rtype, namespace, name, sub, query, body) -> None:
+        api = self.server_lab.api
+        method = self.command
+        dry_run = query.get("dryRun") == "All"
+        manager = query.get("fieldManager")
+        content_type = self.headers.get("Content-Type", "")
+        if name is None:
+            if method in ("GET", "HEAD"):
+                if query.get("watch") in ("true", "1"):
+                    return self._watch(rtype, namespace, query)
+                return self._send_json(200, api.list(rtype, namespace, query.get("labelSelector", ""),
+                                                     query.get("fieldSelector", ""), int(query.get("limit") or 0),
+                                                     query.get("continue", "")))
+            if method == "POST":
+                data = validation.decode_body(content_type, body)
+                return self._send_json(201, api.create(rtype, namespace, data, dry_run, manager))
+            if method == "DELETE":
+                return self._delete_collection(rtype, namespace, query, body)
+            raise method_not_allowed()
+        if sub == "eviction":
+            if method != "POST":
+                raise method_not_allowed()
+            data = validation.decode_body(content_type, body) if body else {}
+            return self._send_json(201, api.evict(namespace, name, data))
+        if sub == "scale":
+            return self._scale(rtype, namespace, name, body, content_type)
+        if method in ("GET", "HEAD"):
+            return self._send_json(200, api.get(rtype, namespace, name))
+        if method == "PUT":
+            data = validation.decode_body(content_type, body)
+            obj, code = api.update(rtype, namespace, name, data, sub, dry_run, manager)
+            return self._send_json(code, obj)
+        if method == "PATCH":
+            obj, code = api.patch(rtype, namespace, name, content_type, body, sub, manager,
+                                  query.get("force") in ("true", "1"), dry_run)
+            return self._send_json(code, obj)
+        if method == "DELETE":
+            options = validation.decode_body(content_type, body) if body else {}
+            options = dict(options or {})
+            if "gracePeriodSeconds" in query:
+                options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
+            if "propagationPolicy" in query:
+                options["propagationPolicy"] = query["propagationPolicy"]
+            obj, code = api.delete(rtype, namespace, name, options, dry_run)
+            return self._send_json(code, obj)
+        raise method_not_allowed()
+
+    def _scale(self, rtype, namespace, name, body, content_type) -> None:
+        api = self.server_lab.api
+        if self.command == "GET":
+            return self._send_json(200, api.get_scale(rtype, namespace, name))
+        if self.command == "PUT":
+            data = validation.decode_body(content_type, body) or {}
+            return self._send_json(200, api.set_scale(rtype, namespace, name, (data.get("spec") or {}).get("replicas")))
+        if self.command == "PATCH":
+            from kubelab import patch as patching
+            data = validation.decode_body(content_type, body, allow_yaml=True) or {}
+            scale = api.get_scale(rtype, namespace, name)
+            merged = patching.json_merge_patch(scale, data) if isinstance(data, dict) else patching.json_patch(scale, data)
+            return self._send_json(200, api.set_scale(rtype, namespace, name, (merged.get("spec") or {}).get("replicas")))
+        raise method_not_allowed()
+
+    def _delete_collection(self, rtype, namespace, query, body) -> None:
+        api = self.server_lab.api
+        listing = api.list(rtype, namespace, query.get("labelSelector", ""), query.get("fieldSelector", ""))
+        options = validation.decode_body(self.headers.get("Content-Type", ""), body) if body else {}
+        for obj in listing["items"]:
+            try:
+                api.delete(rtype, obj["metadata"].get("namespace"), obj["metadata"]["name"], options or {},
+                           query.get("dryRun") == "All")
+            except ApiError as exc:
+                if exc.code != 404:
+                    raise
+        listing["items"] = []
+        self._send_json(200, listing)
+
+    # -- watch ----------------------------------------------------------------------------------
+
+    def _chunk(self, data: dict) -> None:
+        payload = json.dumps(data).encode("utf-8") + b"\n"
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        self.wfile.flush()
+
+    def _watch(self, rtype, namespace, query) -> None:
+        """Newline-delimited events; WatchList (sendInitialEvents) ends its initial part with a bookmark."""
+        lab = self.server_lab
+        labels = parse_label_selector(query.get("labelSelector", ""))
+        fields = parse_field_selector(query.get("fieldSelector", ""), rtype.kind)
+        timeout = min(float(query.get("timeoutSeconds") or WATCH_DEFAULT_TIMEOUT), WATCH_DEFAULT_TIMEOUT)
+        send_initial = query.get("sendInitialEvents") == "true"
+        rv = query.get("resourceVersion", "")
+        if send_initial and query.get("resourceVersionMatch") not in (None, "", "NotOlderThan"):
+            raise ApiError(422, "Invalid", "resourceVersionMatch: Unsupported value: must be NotOlderThan with "
+                           "sendInitialEvents")
+        if rv and not rv.isdigit():
+            raise bad_request("resourceVersion: Invalid value: %r: must be a number" % rv)
+
+        def matches(obj: dict) -> bool:
+            meta = obj.get("metadata") or {}
+            if namespace is not None and meta.get("namespace") != namespace:
+                return False
+            return labels.matches(meta.get("labels") or {}) and fields.matches(obj)
+
+        initial = []
+        if send_initial or rv in ("", "0"):
+            items, revision = lab.store.list(rtype, namespace)
+            initial = [o for o in items if matches(o)]
+        else:
+            revision = int(rv)
+            try:
+                lab.store.events_after(revision)
+            except ApiError as exc:
+                self._start_stream()
+                self._chunk({"type": "ERROR", "object": exc.status()})
+                return self._end_stream()
+        self._start_stream()
+        for obj in initial:
+            self._chunk({"type": "ADDED", "object": obj})
+        if send_initial:
+            self._chunk({"type": "BOOKMARK", "object": {
+                "kind": rtype.kind, "apiVersion": rtype.api_version,
+                "metadata": {"resourceVersion": str(revision), "annotations": {"k8s.io/initial-events-end": "true"}}}})
+        deadline = time.monotonic() + timeout
+        while not lab.stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                events = lab.store.wait_for_events(revision, min(left, 1.0))
+            except ApiError as exc:
+                self._chunk({"type": "ERROR", "object": exc.status()})
+                break
+            for event_revision, event_type, event_rtype, obj in events:
+                revision = event_revision
+                if event_rtype.group != rtype.group or event_rtype.plural != rtype.plural or not matches(obj):
+                    continue
+                out = dict(obj)
+                if event_rtype.version != rtype.version:
+                    out["apiVersion"] = rtype.api_version
+                self._chunk({"type": event_type, "object": out})
+        self._end_stream()
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+
+    def _end_stream(self) -> None:
+        try:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True

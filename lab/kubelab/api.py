@@ -72,9 +72,9 @@ class Api:
                 raise ApiError(403, "Forbidden", 'unable to create new content in namespace %s because it is being '
                                "terminated" % namespace, {"name": namespace, "kind": "namespaces"})
 
-    def _managed(self, obj: dict, manager: str | None, operation: str, subresource: str = "") -> None:
+    def _managed(self, obj: dict, manager: str | None, operation: str, subresource: str = "", old: dict | None = None) -> None:
         if manager is not None:
-            patching.update_managed_fields(obj, manager or "unknown", operation, subresource=subresource)
+            patching.update_managed_fields(obj, manager or "unknown", operation, old, subresource=subresource)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -107,7 +107,8 @@ class Api:
 
     # -- create ---------------------------------------------------------------------------------
 
-    def create(self, rtype, namespace: str | None, body, dry_run: bool = False, field_manager: str | None = None) -> dict:
+    def create(self, rtype, namespace: str | None, body, dry_run: bool = False, field_manager: str | None = None,
+               applied: bool = False) -> dict:
         obj = validation.check_type(copy.deepcopy(body), rtype)
         meta = obj.setdefault("metadata", {})
         if rtype.namespaced:
@@ -117,7 +118,8 @@ class Api:
         validation.validate_object(rtype, obj)
         self._require_namespace(rtype, namespace, creating=True)
         self._defaults(rtype, obj)
-        self._managed(obj, field_manager if field_manager is not None else "", "Update")
+        if not applied:  # an apply create carries its Apply entry already
+            self._managed(obj, field_manager if field_manager is not None else "", "Update")
         created = self.store.create(rtype, obj, dry_run=dry_run)
         if rtype is self.crd_type and not dry_run:
             self.registry.set_custom(created)
@@ -179,7 +181,7 @@ class Api:
             return self.create(rtype, namespace, obj, dry_run, field_manager), 201
         validation.validate_object(rtype, obj)
         obj = self._merge_scope(rtype, current, obj, subresource)
-        self._managed(obj, field_manager if field_manager is not None else "", "Update", subresource)
+        self._managed(obj, field_manager if field_manager is not None else "", "Update", subresource, current)
         return self._write(rtype, obj, expected, dry_run, subresource), 200
 
     def _merge_scope(self, rtype, current: dict, obj: dict, subresource: str) -> dict:
@@ -237,11 +239,10 @@ class Api:
                            "media types include: application/json-patch+json, application/merge-patch+json, "
                            "application/apply-patch+yaml")
         if kind == "apply" and not field_manager:
+            cause = {"reason": "FieldValueRequired", "message": "Required value: is required for apply patch",
+                     "field": "fieldManager"}
             raise ApiError(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is "
-                           "required for apply patch", {"kind": "PatchOptions", "group": "meta.k8s.io",
-                                                         "causes": [{"reason": "FieldValueRequired",
-                                                                     "message": "Required value: is required for apply patch",
-                                                                     "field": "fieldManager"}]})
+                           "required for apply patch", {"kind": "PatchOptions", "group": "meta.k8s.io", "causes": [cause]})
         body = validation.decode_body(media, raw, allow_yaml=kind == "apply")
         current = self.store.get_or_none(rtype, namespace, name)
         if current is None:
@@ -250,7 +251,7 @@ class Api:
             obj = validation.check_type(body, rtype)
             validation.require_name_match(obj, name)
             created = patching.apply_patch(None, obj, field_manager, force)
-            return self.create(rtype, namespace, created, dry_run, None), 201
+            return self.create(rtype, namespace, created, dry_run, field_manager, applied=True), 201
         expected = None
         if kind == "json":
             if not isinstance(body, list):
@@ -287,7 +288,7 @@ class Api:
         validation.validate_object(rtype, patched)
         patched = self._merge_scope(rtype, current, patched, subresource)
         if kind != "apply":
-            self._managed(patched, field_manager if field_manager is not None else "", "Update", subresource)
+            self._managed(patched, field_manager if field_manager is not None else "", "Update", subresource, current)
         return self._write(rtype, patched, expected, dry_run, subresource), 200
 
     # -- delete ---------------------------------------------------------------------------------

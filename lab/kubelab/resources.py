@@ -137,8 +137,8 @@ class Registry:
         spec = crd.get("spec") or {}
         names = spec.get("names") or {}
         group = spec.get("group", "")
-        established = any(c.get("type") == "Established" and c.get("status") == "True"
-                           for c in (crd.get("status") or {}).get("conditions") or [])
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        established = any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
         terminating = bool((crd.get("metadata") or {}).get("deletionTimestamp"))
         with self.lock:
             for key in [k for k, r in self.types.items() if r.custom and r.group == group and r.plural == names.get("plural")]:

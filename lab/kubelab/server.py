@@ -68,7 +68,28 @@ class LabServer:
         for crd in crds:
             self.registry.set_custom(crd)
 
+    def apply_scenario(self) -> None:
+        """Create the built-in namespaces and the scenario's namespaces, nodes and objects.
+
+        Objects that already exist (a restart on the same etcd) are left as they are.
+        """
+        names = ["default", "kube-system", "kube-public", "kube-node-lease"] + list(self.scenario.get("namespaces") or [])
+        manifests = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in names]
+        manifests += list(self.scenario.get("nodes") or []) + list(self.scenario.get("objects") or [])
+        for manifest in manifests:
+            rtype = self.registry.by_kind(manifest.get("apiVersion", ""), manifest.get("kind", ""))
+            if rtype is None:
+                raise ApiError(400, "BadRequest", "scenario object of unknown kind %s/%s"
+                               % (manifest.get("apiVersion"), manifest.get("kind")))
+            namespace = (manifest.get("metadata") or {}).get("namespace", "default") if rtype.namespaced else None
+            try:
+                self.api.create(rtype, namespace, manifest, field_manager="kubelab-scenario")
+            except ApiError as exc:
+                if exc.code != 409:
+                    raise
+
     def start(self) -> "LabServer":
+        self.apply_scenario()
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self.thread.start()
         for controller in self.controllers:

@@ -91,14 +91,14 @@ class Etcd:
     def txn_put(self, key: str, value: bytes, mod_revision: int) -> tuple[bool, int]:
         """Put when the key's mod_revision is ``mod_revision`` (0 = absent). (succeeded, revision)."""
         compare = [{"key": _b64(key), "result": "EQUAL", "target": "MOD", "mod_revision": mod_revision}]
-        result = self._post("/kv/txn", {"compare": compare,
-                                         "success": [{"request_put": {"key": _b64(key), "value": _b64(value)}}]})
+        success = [{"request_put": {"key": _b64(key), "value": _b64(value)}}]
+        result = self._post("/kv/txn", {"compare": compare, "success": success})
         return bool(result.get("succeeded")), int(result["header"]["revision"])
 
     def txn_delete(self, key: str, mod_revision: int) -> tuple[bool, int]:
         compare = [{"key": _b64(key), "result": "EQUAL", "target": "MOD", "mod_revision": mod_revision}]
-        result = self._post("/kv/txn", {"compare": compare,
-                                         "success": [{"request_delete_range": {"key": _b64(key)}}]})
+        success = [{"request_delete_range": {"key": _b64(key)}}]
+        result = self._post("/kv/txn", {"compare": compare, "success": success})
         return bool(result.get("succeeded")), int(result["header"]["revision"])
 
 

@@ -1,0 +1,255 @@
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The simulated kubelets (one loop for every Node) plus the bits of the node lifecycle controller they need.
+
+Nodes:
+
+* a Node without ``spec.podCIDR`` gets the first free ``10.244.N.0/24`` (node IPAM);
+* the Ready condition is kept True (reason KubeletReady) unless the node is "down": listed in
+  ``lab.scenario["nodes_not_ready"]`` (a fault-injection knob, read on every pass, so changing the
+  list at run time takes a node down or brings it back) or given ``ready: false`` in the scenario.
+  Heartbeats are not simulated: condition timestamps move only on a transition.
+
+Pods bound to a node (``spec.nodeName``), each phase after a configurable latency (scenario keys,
+in seconds):
+
+* Pending: at once ``hostIP``, ``startTime``, containers waiting in ContainerCreating; after
+  ``pod_start_seconds`` (0.2) Running, with PodScheduled, PodReadyToStartContainers, Initialized,
+  ContainersReady and Ready True, ``podIP`` (from the node's podCIDR; the host's for hostNetwork)
+  and ``containerStatuses`` (running, ready, started, restartCount 0, an imageID
+  ``<repository>@sha256:<sha256 of the image reference>`` and a containerd containerID);
+* Running pods of a Job: Succeeded (containers terminated, exit 0, reason Completed) after
+  ``job_pod_seconds`` (0.5);
+* terminating pods (``deletionTimestamp``): removed with ``Api.finalize_pod`` after
+  ``pod_stop_seconds`` (0.2), whatever their grace period (the containers "exit" at once); pods
+  bound to a node that no longer exists are finalized too (what the pod GC does);
+* on a node that is down nothing progresses and nothing is finalized (a dead kubelet cannot report),
+  and Running pods are marked Ready=False, reason NodeNotReady (the node lifecycle controller's
+  MarkPodsNotReady); they become Ready again when the node returns.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import time
+
+from kubelab.controllers import Controller
+from kubelab.controllers.common import (condition, controller_ref, meta, node_ready, set_condition, spec, status,
+                                        terminating, write_status)
+from kubelab.store import now
+
+MANAGER = "kubelet"
+POD_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled")
+
+
+def image_id(image: str) -> str:
+    """``nginx:1.25`` -> ``docker.io/library/nginx@sha256:<sha256 of "nginx:1.25">``."""
+    name = image.split("@", 1)[0]
+    if ":" in name.rsplit("/", 1)[-1]:
+        name = name.rsplit(":", 1)[0]
+    first = name.split("/", 1)[0]
+    if "/" not in name:
+        name = "docker.io/library/" + name
+    elif not ("." in first or ":" in first or first == "localhost"):
+        name = "docker.io/" + name
+    return "%s@sha256:%s" % (name, hashlib.sha256(image.encode("utf-8")).hexdigest())
+
+
+def container_id(pod: dict, name: str) -> str:
+    return "containerd://" + hashlib.sha256(("%s/%s" % (meta(pod).get("uid"), name)).encode("utf-8")).hexdigest()
+
+
+def _address(node: dict) -> str:
+    for addr in status(node).get("addresses") or []:
+        if addr.get("type") == "InternalIP":
+            return addr.get("address", "")
+    return ""
+
+
+class KubeletController(Controller):
+    watches = ("Pod", "Node")
+    resync_seconds = 0.5
+
+    def __init__(self, lab):
+        super().__init__(lab)
+        self.pods = self.rtype("", "v1", "pods")
+        self.nodes = self.rtype("", "v1", "nodes")
+        self.since: dict = {}  # pod uid -> (what, monotonic time it was first seen so)
+
+    def _knob(self, key: str, default: float) -> float:
+        try:
+            return float(self.lab.scenario.get(key, default))
+        except (TypeError, ValueError):
+            return default
+
+    def nodes_down(self) -> set:
+        down = set(self.lab.scenario.get("nodes_not_ready", None) or [])
+        for node in self.lab.scenario.get("nodes", None) or []:
+            cond = condition(node, "Ready")
+            if cond and cond.get("status") != "True":
+                down.add(meta(node).get("name"))
+        return down
+
+    def _elapsed(self, uid: str, what: str) -> float:
+        seen = self.since.get(uid)
+        if seen is None or seen[0] != what:
+            seen = self.since[uid] = (what, time.monotonic())
+        return time.monotonic() - seen[1]
+
+    def reconcile(self) -> None:
+        down = self.nodes_down()
+        nodes = {}
+        for node in self.api.list(self.nodes, None)["items"]:
+            node = self._node(node, meta(node)["name"] not in down)
+            nodes[meta(node)["name"]] = node
+        pods = self.api.list(self.pods, None)["items"]
+        waiting = False
+        for pod in pods:
+            waiting = self._pod(pod, nodes, pods) or waiting
+        alive = {meta(p).get("uid") for p in pods}
+        for uid in [u for u in self.since if u not in alive]:
+            del self.since[uid]
+        self.resync_seconds = 0.05 if waiting else 0.5
+
+    # -- nodes ----------------------------------------------------------------------------------
+
+    def _node(self, node: dict, ready: bool) -> dict:
+        if not spec(node).get("podCIDR"):
+            used = {spec(n).get("podCIDR") for n in self.api.list(self.nodes, None)["items"]}
+            cidr = next("10.244.%d.0/24" % i for i in range(256) if "10.244.%d.0/24" % i not in used)
+            body = copy.deepcopy(node)
+            body.setdefault("spec", {}).update(podCIDR=cidr, podCIDRs=[cidr])
+            node, _code = self.api.update(self.nodes, None, meta(node)["name"], body, field_manager="kube-controller-manager")
+        new_status = copy.deepcopy(status(node))
+        if ready:
+            conditions = set_condition(new_status.get("conditions"), "Ready", "True", "KubeletReady",
+                                       "kubelet is posting ready status")
+        else:
+            conditions = set_condition(new_status.get("conditions"), "Ready", "False", "KubeletNotReady",
+                                       "kubelab fault: node is not ready")
+        for cond in conditions:
+            if cond.get("type") == "Ready" and cond.get("lastTransitionTime") != (condition(node, "Ready") or {}).get(
+                    "lastTransitionTime"):
+                cond["lastHeartbeatTime"] = cond["lastTransitionTime"]
+        new_status["conditions"] = conditions
+        return write_status(self.api, self.nodes, node, new_status, MANAGER)
+
+    # -- pods -----------------------------------------------------------------------------------
+
+    def _pod(self, pod: dict, nodes: dict, pods: list) -> bool:
+        """Move ``pod`` along; True when a timer is running (the loop then polls faster)."""
+        node = nodes.get(spec(pod).get("nodeName") or "")
+        uid = meta(pod).get("uid")
+        if terminating(pod):
+            if not spec(pod).get("nodeName") or (node is not None and not node_ready(node)):
+                return False
+            if self._elapsed(uid, "stopping") >= self._knob("pod_stop_seconds", 0.2):
+                self.api.finalize_pod(meta(pod)["namespace"], meta(pod)["name"], uid)
+                return False
+            return True
+        if node is None:
+            return False
+        phase = status(pod).get("phase") or "Pending"
+        if not node_ready(node):
+            if phase == "Running" and (condition(pod, "Ready") or {}).get("status") == "True":
+                new_status = copy.deepcopy(status(pod))
+                for kind in ("Ready", "ContainersReady"):
+                    new_status["conditions"] = set_condition(new_status.get("conditions"), kind, "False", "NodeNotReady",
+                                                             "Node is not ready" if kind == "Ready" else "")
+                write_status(self.api, self.pods, pod, new_status, MANAGER)
+            return False
+        if phase == "Pending":
+            if not status(pod).get("startTime"):
+                write_status(self.api, self.pods, pod, self._creating(pod, node), MANAGER)
+                self._elapsed(uid, "creating")
+                return True
+            if self._elapsed(uid, "creating") >= self._knob("pod_start_seconds", 0.2):
+                write_status(self.api, self.pods, pod, self._running(pod, node, pods), MANAGER)
+                return (controller_ref(pod) or {}).get("kind") == "Job"
+            return True
+        if phase == "Running":
+            write_status(self.api, self.pods, pod, self._running(pod, node, pods), MANAGER)
+            if (controller_ref(pod) or {}).get("kind") == "Job":
+                if self._elapsed(uid, "running") >= self._knob("job_pod_seconds", 0.5):
+                    write_status(self.api, self.pods, pod, self._succeeded(pod), MANAGER)
+                    return False
+                return True
+        return False
+
+    @staticmethod
+    def _conditions(pod_status: dict, ready: bool, reason: str = "ContainersNotReady") -> list:
+        conditions = pod_status.get("conditions")
+        names = ""
+        if not ready:
+            names = "containers with unready status: [%s]" % " ".join(
+                c.get("name", "") for c in pod_status.get("containerStatuses") or [])
+        for kind in POD_CONDITIONS:
+            if kind in ("ContainersReady", "Ready") and not ready:
+                conditions = set_condition(conditions, kind, "False", reason, names if reason == "ContainersNotReady" else "")
+            elif kind == "PodReadyToStartContainers" and reason == "PodCompleted":
+                conditions = set_condition(conditions, kind, "False")
+            else:
+                conditions = set_condition(conditions, kind, "True", "PodCompleted" if reason == "PodCompleted"
+                                           and kind == "Initialized" else "")
+        order = {kind: i for i, kind in enumerate(POD_CONDITIONS)}
+        return sorted(conditions, key=lambda c: order.get(c.get("type"), len(order)))
+
+    def _creating(self, pod: dict, node: dict) -> dict:
+        new_status = copy.deepcopy(status(pod))
+        host = _address(node)
+        new_status.update(phase="Pending", hostIP=host, hostIPs=[{"ip": host}], startTime=now())
+        new_status["containerStatuses"] = [
+            {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "", "ready": False, "started": False,
+             "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}, "lastState": {}}
+            for c in spec(pod).get("containers") or []]
+        new_status["conditions"] = self._conditions(new_status, False)
+        return new_status
+
+    def _pod_ip(self, pod: dict, node: dict, pods: list) -> str:
+        if spec(pod).get("hostNetwork"):
+            return _address(node)
+        base = (spec(node).get("podCIDR") or "10.244.0.0/24").split("/")[0].rsplit(".", 1)[0]
+        used = {status(p).get("podIP") for p in pods if spec(p).get("nodeName") == meta(node)["name"]}
+        return next(("%s.%d" % (base, i) for i in range(2, 255) if "%s.%d" % (base, i) not in used), base + ".254")
+
+    def _running(self, pod: dict, node: dict, pods: list) -> dict:
+        old = status(pod)
+        new_status = copy.deepcopy(old)
+        stamp = now()
+        ip = old.get("podIP") or self._pod_ip(pod, node, pods)
+        new_status.update(phase="Running", podIP=ip, podIPs=[{"ip": ip}])
+        previous = {c.get("name"): c for c in old.get("containerStatuses") or []}
+        statuses = []
+        for container in spec(pod).get("containers") or []:
+            name = container.get("name", "")
+            started = ((previous.get(name) or {}).get("state") or {}).get("running", {}).get("startedAt") or stamp
+            image = container.get("image", "")
+            statuses.append({"name": name, "image": image, "imageID": image_id(image),
+                             "containerID": container_id(pod, name), "ready": True, "started": True,
+                             "restartCount": 0, "state": {"running": {"startedAt": started}}, "lastState": {}})
+        new_status["containerStatuses"] = statuses
+        inits = spec(pod).get("initContainers") or []
+        if inits:
+            new_status["initContainerStatuses"] = [
+                {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": image_id(c.get("image", "")),
+                 "containerID": container_id(pod, c.get("name", "")), "ready": True, "started": False, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": old.get("startTime", stamp),
+                                          "finishedAt": old.get("startTime", stamp)}}, "lastState": {}}
+                for c in inits]
+        new_status["conditions"] = self._conditions(new_status, True)
+        return new_status
+
+    def _succeeded(self, pod: dict) -> dict:
+        new_status = copy.deepcopy(status(pod))
+        stamp = now()
+        statuses = []
+        for item in new_status.get("containerStatuses") or []:
+            started = ((item.get("state") or {}).get("running") or {}).get("startedAt", stamp)
+            item = dict(item, ready=False, started=False)
+            item["state"] = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started,
+                                            "finishedAt": stamp, "containerID": item.get("containerID", "")}}
+            statuses.append(item)
+        new_status.update(phase="Succeeded", containerStatuses=statuses)
+        new_status["conditions"] = self._conditions(new_status, False, "PodCompleted")
+        return new_status

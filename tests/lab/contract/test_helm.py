@@ -1,0 +1,62 @@
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Contract: the Helm v4 Go library (helm-python-sdk) against the lab: install with a CRD, upgrade,
+history, values, rollback, uninstall, with kstatus ``watcher`` waits."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk is not installed")
+
+CHART = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "charts", "tiny")
+
+
+@pytest.fixture(scope="module")
+def helm(lab):
+    return helm_python.Config(kubeconfig_path=lab.kubeconfig, namespace="demo", storage_driver="secret")
+
+
+def _status(release: dict) -> str:
+    """A history entry's status (``helm history -o json`` form, or a release's ``info.status``)."""
+    return str(release.get("status") or (release.get("info") or {}).get("status"))
+
+
+def test_release_lifecycle(lab, helm):
+    from kubernetes import client, config
+    api = config.new_client_from_config(config_file=lab.kubeconfig)
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+
+    helm.install(CHART, "tiny", {"message": "one"}, create_namespace=True, wait="watcher", timeout=120)
+    assert core.read_namespaced_config_map("tiny-settings", "demo").data == {"message": "one"}
+    dep = apps.read_namespaced_deployment("tiny-web", "demo")
+    assert dep.status.available_replicas == 2
+    crd = client.ApiextensionsV1Api(api).read_custom_resource_definition("gadgets.example.com")
+    assert any(c.type == "Established" for c in crd.status.conditions)
+
+    helm.upgrade(CHART, "tiny", {"message": "two", "replicas": 3}, wait="watcher", timeout=120)
+    assert core.read_namespaced_config_map("tiny-settings", "demo").data == {"message": "two"}
+    assert apps.read_namespaced_deployment("tiny-web", "demo").status.available_replicas == 3
+
+    history = helm.history("tiny")
+    statuses = [_status(r) for r in history]
+    assert len(history) == 2
+    assert statuses == ["superseded", "deployed"], history
+
+    values = helm.get_values("tiny")
+    assert "two" in repr(values)
+
+    helm.rollback("tiny", version=1, wait="watcher", timeout=120)
+    assert core.read_namespaced_config_map("tiny-settings", "demo").data == {"message": "one"}
+    assert len(helm.history("tiny")) == 3
+
+    secrets = core.list_namespaced_secret("demo", label_selector="owner=helm,name=tiny").items
+    assert sorted(s.metadata.labels["version"] for s in secrets) == ["1", "2", "3"]
+
+    helm.uninstall("tiny", wait="watcher", timeout=120)
+    assert core.list_namespaced_secret("demo", label_selector="owner=helm,name=tiny").items == []
+    assert not core.list_namespaced_config_map("demo", field_selector="metadata.name=tiny-settings").items
+    # Helm keeps CRDs on uninstall.
+    client.ApiextensionsV1Api(api).read_custom_resource_definition("gadgets.example.com")

@@ -13,6 +13,7 @@ import copy
 import datetime
 import json
 import threading
+import time
 import uuid
 
 from kubelab import patch as patching
@@ -250,7 +251,8 @@ class Api:
                 raise not_found(rtype.group, rtype.plural, name)
             obj = validation.check_type(body, rtype)
             validation.require_name_match(obj, name)
-            created = patching.apply_patch(None, obj, field_manager, force)
+            created = patching.apply_patch(None, obj, field_manager, force, subresource=subresource,
+                                           reset_fields=("status",) if rtype.has_status else ())
             return self.create(rtype, namespace, created, dry_run, field_manager, applied=True), 201
         expected = None
         if kind == "json":
@@ -273,7 +275,8 @@ class Api:
             if not isinstance(body, dict):
                 raise bad_request("error decoding YAML: the apply configuration is not an object")
             validation.check_type(body, rtype)
-            patched = patching.apply_patch(copy.deepcopy(current), body, field_manager, force)
+            patched = patching.apply_patch(copy.deepcopy(current), body, field_manager, force, subresource=subresource,
+                                           reset_fields=("status",) if rtype.has_status and not subresource else ())
         if not isinstance(patched, dict):
             raise ApiError(422, "Invalid", "the patch produced a non-object result")
         patched = validation.check_type(patched, rtype)
@@ -324,7 +327,7 @@ class Api:
         meta["deletionGracePeriodSeconds"] = graceful
         if rtype.kind == "Namespace":
             current.setdefault("status", {})["phase"] = "Terminating"
-        current = self.store.update(rtype, current, None, bump_generation=False)
+        current = self.store.update(rtype, current, None, bump_generation=False, deleting=True)
         if propagation == "Orphan":
             self.orphan_dependents(meta.get("uid"))
         if rtype.kind == "Namespace":
@@ -453,30 +456,42 @@ class Api:
         if pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             self.delete(self.pod_type, namespace, name, options)
             return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        # As the eviction REST handler: re-read and retry when the PDB changed under us (409).
+        for attempt in range(10):
+            try:
+                self._charge_budget(namespace, name, pod)
+                break
+            except ApiError as exc:
+                if exc.code != 409 or attempt == 9:
+                    raise
+                time.sleep(0.05)
+        self.delete(self.pod_type, namespace, name, options)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+    def _charge_budget(self, namespace: str, name: str, pod: dict) -> None:
+        """Check the pod's PodDisruptionBudget and record the disruption; 429/500 when refused."""
         labels = pod["metadata"].get("labels") or {}
         pdbs, _rev = self.store.list(self.pdb_type, namespace)
         matching = [p for p in pdbs if label_selector_from_object((p.get("spec") or {}).get("selector")).matches(labels)]
         if len(matching) > 1:
             raise ApiError(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the eviction "
                            "subresource does not support.")
-        if matching:
-            pdb = matching[0]
-            status = pdb.get("status") or {}
-            if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1) or \
-                    int(status.get("disruptionsAllowed", 0)) <= 0:
-                message = ("The disruption budget %s needs %d healthy pods and has %d currently"
-                           % (pdb["metadata"]["name"], int(status.get("desiredHealthy", 0)),
-                              int(status.get("currentHealthy", 0))))
-                error = too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.")
-                error.details = {"causes": [{"reason": "DisruptionBudget", "message": message}]}
-                raise error
-            status = dict(status)
-            status["disruptionsAllowed"] = int(status["disruptionsAllowed"]) - 1
-            status.setdefault("disruptedPods", {})[name] = now()
-            pdb["status"] = status
-            self.store.update(self.pdb_type, pdb, pdb["metadata"]["resourceVersion"], bump_generation=False)
-        self.delete(self.pod_type, namespace, name, options)
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        if not matching:
+            return
+        pdb = matching[0]
+        status = pdb.get("status") or {}
+        if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1) or \
+                int(status.get("disruptionsAllowed", 0)) <= 0:
+            message = ("The disruption budget %s needs %d healthy pods and has %d currently"
+                       % (pdb["metadata"]["name"], int(status.get("desiredHealthy", 0)), int(status.get("currentHealthy", 0))))
+            error = too_many_requests("Cannot evict pod as it would violate the pod's disruption budget.")
+            error.details = {"causes": [{"reason": "DisruptionBudget", "message": message}]}
+            raise error
+        status = dict(status)
+        status["disruptionsAllowed"] = int(status["disruptionsAllowed"]) - 1
+        status.setdefault("disruptedPods", {})[name] = now()
+        pdb["status"] = status
+        self.store.update(self.pdb_type, pdb, pdb["metadata"]["resourceVersion"], bump_generation=False)
 
     def get_scale(self, rtype, namespace: str, name: str) -> dict:
         obj = self.store.get(rtype, namespace, name)

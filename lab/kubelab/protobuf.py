@@ -2,21 +2,27 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Decode ``application/vnd.kubernetes.protobuf`` request bodies into the objects' JSON form.
 
-client-go's typed clients (Helm's Secret storage, kubectl drain's DELETE fallback) send bodies as
-the magic ``k8s\\x00`` followed by a ``runtime.Unknown``::
+client-go's typed clients (Helm's Secret storage, kubectl drain's DELETE fallback, kubectl's
+``create`` generators) send bodies as the magic ``k8s\\x00`` followed by a ``runtime.Unknown``::
 
     message Unknown { TypeMeta typeMeta = 1; bytes raw = 2; string contentEncoding = 3; string contentType = 4; }
     message TypeMeta { string apiVersion = 1; string kind = 2; }
 
 ``raw`` is the object in the wire format of k8s.io/api's ``generated.proto``. Only the kinds the
-real clients send this way are understood: Secret, ConfigMap, DeleteOptions and Eviction. The
-field numbers below are the ``protobuf:"..."`` struct tags compiled into the clients themselves
-(Helm 4.2.3's libhelm_c, k8s.io/api and k8s.io/apimachinery v0.35).
+real clients send this way are understood (``kubelab.protobuf_types.KINDS``): Secret, ConfigMap,
+DeleteOptions, Eviction, and what ``kubectl create`` makes: Namespace, ServiceAccount, Service,
+PodDisruptionBudget, Deployment, Job, CronJob, Role, ClusterRole, RoleBinding and
+ClusterRoleBinding. The schemas and their field numbers, which are the ``protobuf:"..."`` struct
+tags compiled into the clients themselves (Helm 4.2.3's libhelm_c, k8s.io/api and
+k8s.io/apimachinery v0.35), are in ``kubelab.protobuf_types``, with the list of decoded PodSpec
+fields; fields missing from a schema are skipped.
 
 ``decode_body`` returns what the same object looks like when a client sends it as JSON: Go
-zero values of plain fields (``""``, ``0``, ``false``, empty maps and lists, the zero Time) are
-dropped, as ``omitempty``/``omitzero`` drop them; pointer fields are kept whenever present, so
-``gracePeriodSeconds: 0`` survives. Bytes fields come back base64-encoded, as in JSON.
+zero values of ``omitempty`` fields (``""``, ``0``, ``false``, empty maps and lists, the zero Time)
+are dropped; pointer fields are kept whenever present, so ``gracePeriodSeconds: 0`` survives;
+fields without ``omitempty`` are always there (a nil list as ``null``); structs are never dropped.
+Bytes fields come back base64-encoded, IntOrString as its number or string and Quantity as its
+string, as in JSON.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ import datetime
 import json
 
 from kubelab.errors import ApiError, bad_request, unsupported_media_type
+from kubelab.protobuf_types import (ALWAYS, DELETE_OPTIONS, INT_OR_STRING, KEEP, KINDS, OMIT, QUANTITY, RUNTIME_UNKNOWN,
+                                     TIME)
 
 MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -108,105 +116,20 @@ def _string(value: bytes) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# schemas: field number -> (JSON name, kind, pointer?, nested schema)
-#
-# kinds: string, bytes (base64), int (int64/int32), bool, message, time, fields_v1 (raw JSON),
-# map_string, map_bytes, strings (repeated string), messages (repeated message).
-# A pointer field is kept in JSON whenever it is on the wire, even with a zero value.
-
-TIME = {1: ("seconds", "int", False, None), 2: ("nanos", "int", False, None)}
-
-OWNER_REFERENCE = {
-    5: ("apiVersion", "string", False, None),
-    1: ("kind", "string", False, None),
-    3: ("name", "string", False, None),
-    4: ("uid", "string", False, None),
-    6: ("controller", "bool", True, None),
-    7: ("blockOwnerDeletion", "bool", True, None),
-}
-
-MANAGED_FIELDS_ENTRY = {
-    1: ("manager", "string", False, None),
-    2: ("operation", "string", False, None),
-    3: ("apiVersion", "string", False, None),
-    4: ("time", "time", True, None),
-    6: ("fieldsType", "string", False, None),
-    7: ("fieldsV1", "fields_v1", True, None),
-    8: ("subresource", "string", False, None),
-}
-
-OBJECT_META = {
-    1: ("name", "string", False, None),
-    2: ("generateName", "string", False, None),
-    3: ("namespace", "string", False, None),
-    4: ("selfLink", "string", False, None),
-    5: ("uid", "string", False, None),
-    6: ("resourceVersion", "string", False, None),
-    7: ("generation", "int", False, None),
-    8: ("creationTimestamp", "time", False, None),
-    9: ("deletionTimestamp", "time", True, None),
-    10: ("deletionGracePeriodSeconds", "int", True, None),
-    11: ("labels", "map_string", False, None),
-    12: ("annotations", "map_string", False, None),
-    13: ("ownerReferences", "messages", False, OWNER_REFERENCE),
-    14: ("finalizers", "strings", False, None),
-    17: ("managedFields", "messages", False, MANAGED_FIELDS_ENTRY),
-}
-
-SECRET = {
-    1: ("metadata", "message", False, OBJECT_META),
-    2: ("data", "map_bytes", False, None),
-    3: ("type", "string", False, None),
-    4: ("stringData", "map_string", False, None),
-    5: ("immutable", "bool", True, None),
-}
-
-CONFIG_MAP = {
-    1: ("metadata", "message", False, OBJECT_META),
-    2: ("data", "map_string", False, None),
-    3: ("binaryData", "map_bytes", False, None),
-    4: ("immutable", "bool", True, None),
-}
-
-PRECONDITIONS = {
-    1: ("uid", "string", True, None),
-    2: ("resourceVersion", "string", True, None),
-}
-
-DELETE_OPTIONS = {
-    1: ("gracePeriodSeconds", "int", True, None),
-    2: ("preconditions", "message", True, PRECONDITIONS),
-    3: ("orphanDependents", "bool", True, None),
-    # Tagged "varint" in Go, but marshalled as a length-delimited string, as generated.proto says.
-    4: ("propagationPolicy", "string", True, None),
-    5: ("dryRun", "strings", False, None),
-    6: ("ignoreStoreReadErrorWithClusterBreakingPotential", "bool", True, None),
-}
-
-EVICTION = {
-    1: ("metadata", "message", False, OBJECT_META),
-    2: ("deleteOptions", "message", True, DELETE_OPTIONS),
-}
-
-RUNTIME_UNKNOWN = {
-    1: ("typeMeta", "message", True, {1: ("apiVersion", "string", False, None), 2: ("kind", "string", False, None)}),
-    2: ("raw", "raw", False, None),
-    3: ("contentEncoding", "string", False, None),
-    4: ("contentType", "string", False, None),
-}
+# decoding with a schema (the schemas are in kubelab.protobuf_types)
 
 _SCALAR_WIRE = {"string": LENGTH, "bytes": LENGTH, "int": VARINT, "bool": VARINT, "message": LENGTH, "time": LENGTH,
-                "fields_v1": LENGTH, "raw": LENGTH, "map_string": LENGTH, "map_bytes": LENGTH, "strings": LENGTH,
-                "messages": LENGTH}
+                "fields_v1": LENGTH, "raw": LENGTH, "map_string": LENGTH, "map_bytes": LENGTH, "map_quantity": LENGTH,
+                "strings": LENGTH, "messages": LENGTH, "intstr": LENGTH, "quantity": LENGTH, "inline": LENGTH}
 
-# (group, kind) -> schema; the version must be v1 (policy also accepts v1beta1 Evictions).
-# DeleteOptions is registered in every group version, so any apiVersion carries it.
-KINDS = {
-    ("v1", "Secret"): SECRET,
-    ("v1", "ConfigMap"): CONFIG_MAP,
-    ("policy/v1", "Eviction"): EVICTION,
-    ("policy/v1beta1", "Eviction"): EVICTION,
-}
+# What a field without omitempty reads as when it is not on the wire: Go's zero value in JSON
+# (nil slices and maps are null; structs are objects).
+_ALWAYS_ZERO = {"string": "", "bytes": "", "int": 0, "bool": False, "time": None, "fields_v1": None,
+                "map_string": None, "map_bytes": None, "map_quantity": None, "strings": None, "messages": None,
+                "intstr": 0, "quantity": "0"}
+
+# Kinds that are Go structs: omitempty never drops them, so they are always in the JSON form.
+_STRUCTS = ("message", "intstr")
 
 
 def _format_time(value: dict | None) -> str | None:
@@ -222,7 +145,7 @@ def _format_time(value: dict | None) -> str | None:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _map_entry(value: bytes, as_bytes: bool) -> tuple[str, object]:
+def _map_entry(value: bytes, kind: str) -> tuple[str, object]:
     key, item = "", b""
     for number, wire_type, field in iter_fields(value):
         if number in (1, 2) and wire_type != LENGTH:
@@ -231,7 +154,27 @@ def _map_entry(value: bytes, as_bytes: bool) -> tuple[str, object]:
             key = _string(field)
         elif number == 2:
             item = field
-    return key, (base64.b64encode(item).decode("ascii") if as_bytes else _string(item))
+    if kind == "map_bytes":
+        return key, base64.b64encode(item).decode("ascii")
+    if kind == "map_quantity":
+        return key, _quantity(item)
+    return key, _string(item)
+
+
+def _quantity(value: bytes) -> str:
+    """resource.Quantity ``{string string = 1}``: its JSON form is the string (``"0"`` when empty)."""
+    return decode_message(value, QUANTITY).get("string") or "0"
+
+
+def _int_or_string(value: bytes) -> int | str:
+    """intstr.IntOrString ``{type, intVal, strVal}``: its JSON form is the number or the string."""
+    decoded = decode_message(value, INT_OR_STRING)
+    kind = decoded.get("type", 0)
+    if kind == 0:
+        return decoded.get("intVal", 0)
+    if kind == 1:
+        return decoded.get("strVal", "")
+    raise DecodeError("IntOrString of type %d (want 0, an int, or 1, a string)" % kind)
 
 
 def decode_message(buf: bytes, schema: dict) -> dict:
@@ -261,9 +204,15 @@ def decode_message(buf: bytes, schema: dict) -> dict:
                 out[name] = json.loads(raw) if raw else {}
             except ValueError as exc:
                 raise DecodeError("field %s: not JSON: %s" % (name, exc)) from exc
-        elif kind in ("map_string", "map_bytes"):
-            key, item = _map_entry(value, kind == "map_bytes")
+        elif kind in ("map_string", "map_bytes", "map_quantity"):
+            key, item = _map_entry(value, kind)
             out.setdefault(name, {})[key] = item
+        elif kind == "intstr":
+            out[name] = _int_or_string(value)
+        elif kind == "quantity":
+            out[name] = _quantity(value)
+        elif kind == "inline":
+            out[name] = _merge(out.get(name), decode_message(value, nested))
         elif kind == "strings":
             out.setdefault(name, []).append(_string(value))
         else:  # messages
@@ -281,21 +230,26 @@ def _merge(old: dict | None, new: dict) -> dict:
 
 
 def _to_json(decoded: dict, schema: dict) -> dict:
-    """Apply omitempty: drop zero values of plain fields; format times."""
+    """Apply the JSON rules of each field's mode (see kubelab.protobuf_types); format times."""
     out = {}
-    for name, kind, pointer, _nested in schema.values():
+    for name, kind, mode, _nested in schema.values():
+        if kind == "inline":
+            out.update(decoded.get(name, {}))  # an embedded struct: its fields are the parent's
+            continue
         if name not in decoded:
-            if kind == "message" and not pointer:
-                out[name] = {}  # a struct, which omitempty never drops
+            if mode is ALWAYS:
+                out[name] = {} if kind == "message" else _ALWAYS_ZERO[kind]
+            elif kind in _STRUCTS and mode is not KEEP:
+                out[name] = {} if kind == "message" else 0
             continue
         value = decoded[name]
-        if kind == "message" and not pointer:
-            pass
-        elif kind == "time":
+        if kind == "time":
             value = _format_time(value)
-            if value is None:
+            if value is None and mode is not ALWAYS:
                 continue
-        elif not pointer and value in ("", 0, False, {}, [], b""):
+        elif kind in _STRUCTS or mode is not OMIT:
+            pass
+        elif value in ("", 0, False, {}, [], b""):
             continue
         out[name] = value
     return out

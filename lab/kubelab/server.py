@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 from kubelab import discovery, validation
 from kubelab.api import Api
 from kubelab.errors import ApiError, bad_request, method_not_allowed, unauthorized
+from kubelab.patch import manager_from_user_agent
 from kubelab.resources import Registry
 from kubelab.selectors import parse_field_selector, parse_label_selector
 from kubelab.store import Store
@@ -229,8 +230,11 @@ class _Handler(BaseHTTPRequestHandler):
         api = self.server_lab.api
         method = self.command
         dry_run = query.get("dryRun") == "All"
-        manager = query.get("fieldManager")
         content_type = self.headers.get("Content-Type", "")
+        manager = query.get("fieldManager")
+        if manager is None and "apply-patch" not in content_type:
+            # kube-apiserver records the User-Agent's first part; an apply must name its manager.
+            manager = manager_from_user_agent(self.headers.get("User-Agent", ""))
         if name is None:
             if method in ("GET", "HEAD"):
                 if query.get("watch") in ("true", "1"):

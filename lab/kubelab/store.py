@@ -192,11 +192,13 @@ class Store:
             return copy.deepcopy(obj)
 
     def update(self, rtype, obj: dict, expected_rv: str | None = None, dry_run: bool = False,
-               bump_generation: bool = True) -> dict:
+               bump_generation: bool = True, deleting: bool = False) -> dict:
         """Replace the stored object with ``obj``.
 
         ``expected_rv`` is the client's resourceVersion precondition (None = unconditional). A
         write that changes nothing is not written: the resourceVersion stays, as in Kubernetes.
+        Identity fields are the stored ones; ``deleting`` lets the deletion path set
+        ``deletionTimestamp`` and ``deletionGracePeriodSeconds``.
         """
         meta = obj.setdefault("metadata", {})
         namespace = meta.get("namespace") if rtype.namespaced else None
@@ -213,8 +215,10 @@ class Store:
             current = json.loads(value)
             cur_meta = current.get("metadata", {})
             # Identity is the server's.
-            for field in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
-                          "deletionGracePeriodSeconds"):
+            fields = ("uid", "creationTimestamp", "namespace", "name")
+            if not deleting:  # only the deletion path may set these
+                fields += ("deletionTimestamp", "deletionGracePeriodSeconds")
+            for field in fields:
                 if field in cur_meta:
                     meta[field] = cur_meta[field]
                 else:

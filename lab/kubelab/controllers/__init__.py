@@ -37,6 +37,8 @@ class Controller:
 
     def stop(self) -> None:
         self.stop_event.set()
+        with self.store.changed:  # wake the loop now rather than after a resync period
+            self.store.changed.notify_all()
         if self.thread is not None:
             self.thread.join(timeout=5)
 

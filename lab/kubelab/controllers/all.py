@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kubelab.controllers.daemonset import DaemonSetController
 from kubelab.controllers.disruption import DisruptionController
+from kubelab.controllers.gc import GarbageCollector
 from kubelab.controllers.kubelet import KubeletController
 from kubelab.controllers.namespaces import NamespacesController
 from kubelab.controllers.scheduler import SchedulerController
@@ -13,7 +14,8 @@ from kubelab.controllers.sets import JobController, StatefulSetController
 from kubelab.controllers.workloads import DeploymentController, ReplicaSetController
 
 CONTROLLERS = (NamespacesController, KubeletController, SchedulerController, DeploymentController,
-               ReplicaSetController, DaemonSetController, StatefulSetController, JobController, DisruptionController)
+               ReplicaSetController, DaemonSetController, StatefulSetController, JobController, DisruptionController,
+               GarbageCollector)
 
 
 def install(lab) -> list:

@@ -92,14 +92,14 @@ def stable_hash(data, length: int = 10) -> str:
     digest = hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode("utf-8")).digest()
     number = int.from_bytes(digest, "big")
     out = []
-    for _ in range(length):
+    for _index in range(length):
         number, index = divmod(number, len(SAFE_ALPHABET))
         out.append(SAFE_ALPHABET[index])
     return "".join(out)
 
 
 def random_suffix(length: int = 5) -> str:
-    return "".join(random.choice(SAFE_ALPHABET) for _ in range(length))
+    return "".join(random.choice(SAFE_ALPHABET) for _index in range(length))
 
 
 def pod_from_template(template: dict, name: str, namespace: str, owner: dict, labels: dict | None = None,

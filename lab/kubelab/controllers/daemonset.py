@@ -25,8 +25,8 @@ from __future__ import annotations
 import copy
 
 from kubelab.controllers import Controller
-from kubelab.controllers.common import (CONTROLLER_MANAGER, meta, node_affinity_matches, node_ready, owned_by,
-                                        pod_active, pod_from_template, pod_ready, random_suffix, spec, stable_hash,
+from kubelab.controllers.common import (CONTROLLER_MANAGER, int_or_percent, meta, node_affinity_matches, node_ready,
+                                        owned_by, pod_active, pod_from_template, pod_ready, random_suffix, spec, stable_hash,
                                         status, terminating, untolerated_taint, write_status)
 from kubelab.controllers.workloads import available
 from kubelab.errors import ApiError
@@ -130,8 +130,8 @@ class DaemonSetController(Controller):
         current = [by_node[n][0] for n in desired if by_node.get(n)]
         strategy = spec(ds).get("updateStrategy") or {}
         if strategy.get("type", "RollingUpdate") == "RollingUpdate":
-            budget = int(((strategy.get("rollingUpdate") or {}).get("maxUnavailable")) or 1) if \
-                not str((strategy.get("rollingUpdate") or {}).get("maxUnavailable", "")).endswith("%") else 1
+            budget = max(1, int_or_percent((strategy.get("rollingUpdate") or {}).get("maxUnavailable"), len(desired),
+                                           False, 1))
             budget -= sum(1 for p in current if not available(p, min_ready))
             for pod in current:
                 if budget <= 0:

@@ -173,7 +173,7 @@ class JobController(_OwnerLoop):
             uid = meta(job)["uid"]
             labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": meta(job)["name"],
                       "controller-uid": uid, "job-name": meta(job)["name"]}
-            for _ in range(wanted - len(active)):
+            for _count in range(wanted - len(active)):
                 pod = pod_from_template(job_spec.get("template") or {}, "%s-%s" % (meta(job)["name"], random_suffix()),
                                         meta(job)["namespace"], job, labels)
                 active.append(self.api.create(self.pods, meta(job)["namespace"], pod, field_manager=CONTROLLER_MANAGER))

@@ -70,7 +70,7 @@ def sync_pods(ctl: Controller, owner: dict, wanted: int, template: dict, pods: l
     namespace = meta(owner)["namespace"]
     active = [p for p in pods if owned_by(p, owner) and pod_active(p)]
     if len(active) < wanted:
-        for _ in range(wanted - len(active)):
+        for _count in range(wanted - len(active)):
             pod = pod_from_template(template, "%s-%s" % (meta(owner)["name"], random_suffix()), namespace, owner, labels)
             active.append(ctl.api.create(ctl.pods, namespace, pod, field_manager=CONTROLLER_MANAGER))
     elif len(active) > wanted:
@@ -195,6 +195,7 @@ class DeploymentController(Controller):
             new, _code = self.api.update(self.replicasets, meta(new)["namespace"], meta(new)["name"], body,
                                          field_manager=CONTROLLER_MANAGER)
         strategy = d_spec.get("strategy") or {}
+        unavailable = 0
         old_total = sum(int(spec(rs).get("replicas", 1)) for rs in olds)
         if strategy.get("type") == "Recreate":
             for rs in olds:
@@ -225,7 +226,7 @@ class DeploymentController(Controller):
             body["metadata"].setdefault("annotations", {})[REVISION] = str(_revision(new))
             deploy, _code = self.api.update(self.deployments, meta(deploy)["namespace"], meta(deploy)["name"], body,
                                             field_manager=CONTROLLER_MANAGER)
-        self._status(deploy, new, olds, created, desired, unavailable if strategy.get("type") != "Recreate" else 0)
+        self._status(deploy, new, olds, created, desired, unavailable)
 
     def _status(self, deploy: dict, new: dict, olds: list, created: bool, desired: int, max_unavailable: int) -> None:
         every = [new] + olds

@@ -5,13 +5,29 @@ history, values, rollback, uninstall, with kstatus ``watcher`` waits."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk is not installed")
 
-CHART = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "charts", "tiny")
+# The chart is written at test time: Helm templates are not YAML, and yamllint (sanity) reads every
+# .yaml file in the tree. A CRD in crds/, a ConfigMap and a Deployment, as the Helm contract needs.
+CHART_FILES = {
+    'Chart.yaml': 'apiVersion: v2\nname: tiny\ndescription: A chart with a CRD, a ConfigMap and a Deployment, for the lab\'s Helm contract tests.\ntype: application\nversion: 0.1.0\nappVersion: "1.0.0"\n',
+    'crds/gadgets.example.com.yaml': 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: gadgets, singular: gadget, kind: Gadget}\n  versions:\n    - name: v1\n      served: true\n      storage: true\n      schema:\n        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n',
+    'templates/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-settings\ndata:\n  message: {{ .Values.message | quote }}\n',
+    'templates/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: {{ .Release.Name }}-web}\n  template:\n    metadata:\n      labels: {app: {{ .Release.Name }}-web}\n    spec:\n      containers:\n        - name: web\n          image: {{ .Values.image }}\n',
+    'values.yaml': 'replicas: 2\nimage: nginx:1.27\nmessage: hello\n',
+}
+
+
+@pytest.fixture(scope="module")
+def chart(tmp_path_factory):
+    root = tmp_path_factory.mktemp("chart") / "tiny"
+    for name, text in CHART_FILES.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(root)
 
 
 @pytest.fixture(scope="module")
@@ -24,19 +40,19 @@ def _status(release: dict) -> str:
     return str(release.get("status") or (release.get("info") or {}).get("status"))
 
 
-def test_release_lifecycle(lab, helm):
+def test_release_lifecycle(lab, helm, chart):
     from kubernetes import client, config
     api = config.new_client_from_config(config_file=lab.kubeconfig)
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
 
-    helm.install(CHART, "tiny", {"message": "one"}, create_namespace=True, wait="watcher", timeout=120)
+    helm.install(chart, "tiny", {"message": "one"}, create_namespace=True, wait="watcher", timeout=120)
     assert core.read_namespaced_config_map("tiny-settings", "demo").data == {"message": "one"}
     dep = apps.read_namespaced_deployment("tiny-web", "demo")
     assert dep.status.available_replicas == 2
     crd = client.ApiextensionsV1Api(api).read_custom_resource_definition("gadgets.example.com")
     assert any(c.type == "Established" for c in crd.status.conditions)
 
-    helm.upgrade(CHART, "tiny", {"message": "two", "replicas": 3}, wait="watcher", timeout=120)
+    helm.upgrade(chart, "tiny", {"message": "two", "replicas": 3}, wait="watcher", timeout=120)
     assert core.read_namespaced_config_map("tiny-settings", "demo").data == {"message": "two"}
     assert apps.read_namespaced_deployment("tiny-web", "demo").status.available_replicas == 3
 

@@ -67,6 +67,7 @@ PLAYBOOK = textwrap.dedent("""\
 
         - name: Server-side apply
           kubernetes.core.k8s:
+            apply: true
             definition: "{{ cm | combine({'metadata': {'name': 'ssa', 'namespace': 'default'}}) }}"
             server_side_apply: {field_manager: ansible, force_conflicts: true}
           register: ssa

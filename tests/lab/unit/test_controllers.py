@@ -97,8 +97,9 @@ class Kube:
         raise KeyError(plural)
 
     def get(self, plural, name, namespace=None):
-        return self.api.get(self.t(plural), namespace if namespace is not None else (self.ns if self.t(plural).namespaced
-                                                                                    else None), name)
+        if namespace is None and self.t(plural).namespaced:
+            namespace = self.ns
+        return self.api.get(self.t(plural), namespace, name)
 
     def list(self, plural, selector=""):
         return self.api.list(self.t(plural), self.ns if self.t(plural).namespaced else None, selector)["items"]

@@ -32,8 +32,8 @@ import datetime
 import json
 
 from kubelab.errors import ApiError, bad_request, unsupported_media_type
-from kubelab.protobuf_types import (ALWAYS, DELETE_OPTIONS, INT_OR_STRING, KEEP, KINDS, OMIT, QUANTITY, RUNTIME_UNKNOWN,
-                                     TIME)
+from kubelab.protobuf_types import (
+    ALWAYS, DELETE_OPTIONS, INT_OR_STRING, KEEP, KINDS, OMIT, QUANTITY, RUNTIME_UNKNOWN, TIME)
 
 MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -232,15 +232,15 @@ def _merge(old: dict | None, new: dict) -> dict:
 def _to_json(decoded: dict, schema: dict) -> dict:
     """Apply the JSON rules of each field's mode (see kubelab.protobuf_types); format times."""
     out = {}
-    for name, kind, mode, _nested in schema.values():
+    for name, kind, mode, nested in schema.values():
         if kind == "inline":
             out.update(decoded.get(name, {}))  # an embedded struct: its fields are the parent's
             continue
         if name not in decoded:
-            if mode is ALWAYS:
-                out[name] = {} if kind == "message" else _ALWAYS_ZERO[kind]
-            elif kind in _STRUCTS and mode is not KEEP:
-                out[name] = {} if kind == "message" else 0
+            if kind == "message" and mode is not KEEP:
+                out[name] = decode_message(b"", nested)  # an absent struct: its zero value, in JSON
+            elif mode is ALWAYS or (kind == "intstr" and mode is not KEEP):
+                out[name] = _ALWAYS_ZERO[kind]
             continue
         value = decoded[name]
         if kind == "time":

@@ -127,4 +127,5 @@ class DisruptionController(Controller):
                                                      "InsufficientPods")
         for cond in new_status["conditions"]:
             cond["observedGeneration"] = meta(pdb).get("generation", 1)
+            cond.setdefault("message", "")  # metav1.Condition: message is required (may be empty)
         write_status(self.api, self.pdbs, pdb, new_status)

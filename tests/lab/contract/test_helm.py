@@ -12,11 +12,60 @@ helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk is not 
 # The chart is written at test time: Helm templates are not YAML, and yamllint (sanity) reads every
 # .yaml file in the tree. A CRD in crds/, a ConfigMap and a Deployment, as the Helm contract needs.
 CHART_FILES = {
-    'Chart.yaml': 'apiVersion: v2\nname: tiny\ndescription: A chart with a CRD, a ConfigMap and a Deployment, for the lab\'s Helm contract tests.\ntype: application\nversion: 0.1.0\nappVersion: "1.0.0"\n',
-    'crds/gadgets.example.com.yaml': 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: gadgets, singular: gadget, kind: Gadget}\n  versions:\n    - name: v1\n      served: true\n      storage: true\n      schema:\n        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n',
-    'templates/configmap.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-settings\ndata:\n  message: {{ .Values.message | quote }}\n',
-    'templates/deployment.yaml': 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: {{ .Release.Name }}-web}\n  template:\n    metadata:\n      labels: {app: {{ .Release.Name }}-web}\n    spec:\n      containers:\n        - name: web\n          image: {{ .Values.image }}\n',
-    'values.yaml': 'replicas: 2\nimage: nginx:1.27\nmessage: hello\n',
+    "Chart.yaml": """\
+apiVersion: v2
+name: tiny
+description: A chart with a CRD, a ConfigMap and a Deployment, for the lab's Helm contract tests.
+type: application
+version: 0.1.0
+appVersion: "1.0.0"
+""",
+    "crds/gadgets.example.com.yaml": """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+""",
+    "templates/configmap.yaml": """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+data:
+  message: {{ .Values.message | quote }}
+""",
+    "templates/deployment.yaml": """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels: {app: {{ .Release.Name }}-web}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}-web}
+    spec:
+      containers:
+        - name: web
+          image: {{ .Values.image }}
+""",
+    "values.yaml": """\
+replicas: 2
+image: nginx:1.27
+message: hello
+""",
 }
 
 

@@ -160,8 +160,70 @@ def test_scale_and_status_subresources(api_client):
     apps.patch_namespaced_deployment_scale("scaled", "default", {"spec": {"replicas": 2}})
     assert apps.read_namespaced_deployment("scaled", "default").spec.replicas == 2
     # A write to the main resource does not change status; the status subresource does.
+    import time
+    deadline = time.monotonic() + 30
+    while (apps.read_namespaced_deployment("scaled", "default").status.replicas or 0) != 2:
+        assert time.monotonic() < deadline, "the deployment controller never reported 2 replicas"
+        time.sleep(0.2)
     dep = apps.read_namespaced_deployment("scaled", "default")
     generation = dep.metadata.generation
     apps.patch_namespaced_deployment("scaled", "default", {"status": {"replicas": 99}})
-    assert apps.read_namespaced_deployment("scaled", "default").status.replicas != 99
-    assert apps.read_namespaced_deployment("scaled", "default").metadata.generation == generation
+    after = apps.read_namespaced_deployment("scaled", "default")
+    assert after.status.replicas == 2 and after.metadata.generation == generation
+    # The /status subresource writes status (the controller may overwrite it later) and not spec.
+    written = apps.patch_namespaced_deployment_status("scaled", "default",
+                                                      {"status": {"observedGeneration": 1000}, "spec": {"replicas": 7}})
+    assert written.status.observed_generation == 1000
+    assert written.spec.replicas == 2 and written.metadata.generation == generation
+
+
+def _pod(name, labels, node="worker-1"):
+    return client.V1Pod(metadata=client.V1ObjectMeta(name=name, labels=labels),
+                        spec=client.V1PodSpec(node_name=node, containers=[client.V1Container(name="c", image="busybox:1.36")]))
+
+
+def _wait_pdb(policy, name, allowed, timeout=30.0):
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = policy.read_namespaced_pod_disruption_budget(name, "default").status
+        if status is not None and status.disruptions_allowed == allowed and status.current_healthy is not None:
+            return status
+        time.sleep(0.2)
+    raise AssertionError("PDB %s never allowed %d disruptions" % (name, allowed))
+
+
+def test_eviction_201_429_500(api_client):
+    core, policy = client.CoreV1Api(api_client), client.PolicyV1Api(api_client)
+    for i in range(2):
+        core.create_namespaced_pod("default", _pod("ev-%d" % i, {"ev": "yes"}))
+    policy.create_namespaced_pod_disruption_budget("default", client.V1PodDisruptionBudget(
+        metadata=client.V1ObjectMeta(name="ev"), spec=client.V1PodDisruptionBudgetSpec(
+            min_available=1, selector=client.V1LabelSelector(match_labels={"ev": "yes"}))))
+    _wait_pdb(policy, "ev", 1)
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "ev-0", "namespace": "default"}}
+    core.create_namespaced_pod_eviction("ev-0", "default", eviction)  # 201 (None from the typed client)
+    with pytest.raises(ApiException) as exc:
+        core.create_namespaced_pod_eviction("ev-1", "default", dict(eviction, metadata={"name": "ev-1", "namespace": "default"}))
+    assert exc.value.status == 429 and "disruption budget" in exc.value.body
+    policy.create_namespaced_pod_disruption_budget("default", client.V1PodDisruptionBudget(
+        metadata=client.V1ObjectMeta(name="ev-second"), spec=client.V1PodDisruptionBudgetSpec(
+            max_unavailable=1, selector=client.V1LabelSelector(match_labels={"ev": "yes"}))))
+    with pytest.raises(ApiException) as exc:
+        core.create_namespaced_pod_eviction("ev-1", "default", dict(eviction, metadata={"name": "ev-1", "namespace": "default"}))
+    assert exc.value.status == 500 and "more than one PodDisruptionBudget" in exc.value.body
+
+
+def test_objects_live_in_etcd_under_registry(lab, api_client):
+    """kube-apiserver's layout: /registry/<resource>/<namespace>/<name>, resourceVersion = mod_revision."""
+    import json as _json
+    from kubelab.etcd import client as etcd_client
+    core = client.CoreV1Api(api_client)
+    created = core.create_namespaced_config_map("default", client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="in-etcd"), data={"k": "v"}))
+    etcd = etcd_client(lab.etcd.client_url)
+    [(value, meta)] = etcd.get("/registry/configmaps/default/in-etcd", metadata=True)
+    stored = _json.loads(value)
+    assert stored["data"] == {"k": "v"} and stored["metadata"]["uid"] == created.metadata.uid
+    assert str(meta["mod_revision"]) == created.metadata.resource_version
+    assert etcd.get("/registry/minions/worker-1"), "nodes are kept under /registry/minions as in kube-apiserver"

@@ -157,13 +157,7 @@ def _pods_on(lab, node, selector="app=web"):
 def test_drain_with_pdb_daemonset_and_unmanaged_pod(lab):
     kubectl(lab, "apply", "-f", "-", stdin=DEPLOYMENT % 4)
     kubectl(lab, "rollout", "status", "deployment/web", "--timeout=60s")
-    kubectl(lab, "apply", "-f", "-", stdin="""apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: web, namespace: default}
-spec:
-  minAvailable: 4
-  selector: {matchLabels: {app: web}}
-""")
+    kubectl(lab, "create", "poddisruptionbudget", "web", "--selector=app=web", "--min-available=4")  # protobuf body
     kubectl(lab, "apply", "-f", "-", stdin="""apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: agent, namespace: default}

@@ -96,6 +96,28 @@ def make_fleet(count, distinct):
     return nodes
 
 
+def make_cluster_facts(nodes):
+    """The gpu_cluster_facts form for the fleet: one Kubernetes node per host (short name), mixed backends."""
+    k8s_nodes = {}
+    for index, host in enumerate(nodes):
+        backend = ("device_plugin", "dra", "both", "none")[index % 4]
+        k8s_nodes[host.split(".", 1)[0]] = {
+            "kubelet_version": "1.3%d.%d" % (4 + index % 4, index % 7), "labels": {"pool": "p%d" % (index % 20)},
+            "taints": [], "unschedulable": False, "ready": True,
+            "allocatable_gpu": 8 if backend in ("device_plugin", "both") else None, "gpu_backend": backend,
+            "dra_devices": [{"name": "gpu-%d" % i} for i in range(8)] if backend in ("dra", "both") else []}
+    return {
+        "schema_version": 1, "api_server": {"version": "1.37.0"}, "apis": {"resource_k8s_io_v1": True},
+        "nodes": k8s_nodes,
+        "operator": {"helm_release": {"name": "gpu-operator", "namespace": "gpu-operator", "chart": "gpu-operator",
+                                      "chart_version": "v26.3.1", "status": "deployed"},
+                     "cluster_policies": [{"name": "cluster-policy", "state": "ready", "conditions": []}],
+                     "gpu_clusters": []},
+        "device_classes": [{"name": "gpu-legacy", "extended_resource_name": "nvidia.com/gpu"}],
+        "resource_claims": {"total": 100, "allocated": 50, "deleting_allocated": 3, "stuck": []},
+    }
+
+
 def measure(nodes, matrix, cluster, target):
     tracemalloc.start()
     start = time.perf_counter()
@@ -153,8 +175,11 @@ def main():
         ("dra+passthrough", {"kubernetes_version": "1.37.0", "allocation_mode": "dra", "passthrough": True,
                              "accept_alpha_passthrough": True}),
     ]
+    scenarios = [(name, cluster, target) for name, target in scenarios]
+    dra_target = {"kubernetes_version": "1.37.0", "allocation_mode": "dra"}
+    scenarios.append(("facts form, dra", make_cluster_facts(nodes), dra_target))
     rows = []
-    for name, target in scenarios:
+    for name, cluster, target in scenarios:
         times = []
         peaks = []
         result = None
@@ -167,7 +192,7 @@ def main():
         peaks.append(peak)
         rows.append((name, len(result["findings"]), result["verdict"], min(times), sorted(times)[len(times) // 2],
                      max(peaks) / 1048576.0))
-    action_row = _measure_action(nodes, cluster, scenarios[0][1], args.repeat)
+    action_row = _measure_action(nodes, scenarios[-1][1], scenarios[-1][2], args.repeat)
     if action_row:
         rows.append(action_row)
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

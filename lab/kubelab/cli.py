@@ -5,10 +5,13 @@
     python -m kubelab start --dir DIR [--scenario FILE] [--https] [--token] [--port N] [--background]
     python -m kubelab stop --dir DIR
     python -m kubelab status --dir DIR
+    python -m kubelab fault --dir DIR (--add JSON | --list | --clear [ID])
 
 ``start`` writes ``DIR/kubeconfig`` and ``DIR/lab.json`` (pids, URLs, paths) and runs in the
 foreground until SIGTERM or SIGINT; ``--background`` starts the same in a new session (log in
-``DIR/kubelab.log``) and returns once the API answers ``/version``.
+``DIR/kubelab.log``) and returns once the API answers ``/version``. ``start`` runs the simulated
+components (``--no-controllers``: the API only). ``fault`` adds, lists or clears injected faults
+(kubelab.faults) of the running lab through ``/kubelab/faults``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import urllib.error
 import urllib.request
 
 from kubelab import etcd as etcd_mod
+from kubelab.gpunodes import prepare as prepare_gpu_nodes
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.scenario import ScenarioError, load_scenario
 from kubelab.tls import generate_tls, write_private, write_token
@@ -104,6 +108,9 @@ def run_lab(args: argparse.Namespace, stop: threading.Event, server_factory=None
     if previous and previous.get("state") == "running" and _ours(previous.get("pid"), "kubelab"):
         raise LabError("a lab cluster already runs in %s (pid %s); stop it first" % (directory, previous["pid"]))
     scenario = load_scenario(args.scenario) if args.scenario else None
+    if scenario and scenario.get("gpu_nodes"):  # node trees under DIR/trees, DIR/inventory.yml
+        prepare_gpu_nodes(scenario, directory, os.path.join(directory, "kubeconfig"))
+    simulate = server_factory is None and not getattr(args, "no_controllers", False)
     server_factory = server_factory or _server_class()
 
     tls = ca_pem = token = None
@@ -125,6 +132,9 @@ def run_lab(args: argparse.Namespace, stop: threading.Event, server_factory=None
                    etcd_source=etcd.binaries.source, etcd_log=etcd.log_path)
         server = server_factory(etcd.client_url, host="127.0.0.1", port=args.port or 0, tls=tls,
                                 token=token, scenario=scenario)
+        if simulate:  # the simulated cluster: scheduler, kubelets, workload controllers, GPU Operator, DRA
+            from kubelab.controllers.all import install  # pylint: disable=import-outside-toplevel
+            install(server)
         server.start()
         lab["server_url"] = server.url
         write_kubeconfig(lab["kubeconfig"], server.url, ca_pem=ca_pem, token=token)
@@ -180,6 +190,8 @@ def _child_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--port", str(args.port)]
     if args.etcd_source:
         argv += ["--etcd-source", args.etcd_source]
+    if getattr(args, "no_controllers", False):
+        argv.append("--no-controllers")
     return argv
 
 
@@ -277,6 +289,50 @@ def lab_status(directory: str) -> dict:
     return lab
 
 
+# -- faults ------------------------------------------------------------------------------------
+
+
+def fault_request(lab: dict, method: str, path: str = "/kubelab/faults", body=None, timeout: float = 10.0) -> dict:
+    """``method`` on the lab's fault endpoint (with its CA and token); the JSON answer."""
+    data = json.dumps(body).encode("utf-8") if body is not None else None
+    request = urllib.request.Request(lab["server_url"].rstrip("/") + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    if lab.get("token_path"):
+        with open(lab["token_path"], encoding="utf-8") as handle:
+            request.add_header("Authorization", "Bearer " + handle.read().strip())
+    context = ssl.create_default_context(cafile=lab["ca_path"]) if lab.get("ca_path") else None
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
+            return json.loads(resp.read().decode())
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")
+        try:
+            detail = json.loads(detail).get("message", detail)
+        except ValueError:
+            pass
+        raise LabError("%s %s: HTTP %d: %s" % (method, path, exc.code, detail)) from exc
+    except OSError as exc:
+        raise LabError("%s %s: %s" % (method, path, exc)) from exc
+
+
+def fault_command(args: argparse.Namespace) -> int:
+    lab = read_lab(os.path.abspath(args.dir))
+    if not lab or lab.get("state") != "running" or not lab.get("server_url"):
+        raise LabError("no running lab cluster in %s" % os.path.abspath(args.dir))
+    if args.add is not None:
+        try:
+            body = json.loads(args.add)
+        except ValueError as exc:
+            raise LabError("--add: not JSON: %s" % exc) from exc
+        result = fault_request(lab, "POST", body=body)
+    elif args.clear is not None:
+        result = fault_request(lab, "DELETE", "/kubelab/faults" + ("/%d" % args.clear if args.clear >= 0 else ""))
+    else:
+        result = fault_request(lab, "GET")
+    print(json.dumps(result, indent=2, sort_keys=True))
+    return 0
+
+
 # -- command line ------------------------------------------------------------------------------
 
 
@@ -292,11 +348,19 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--background", action="store_true", help="run detached; return once /version answers")
     start.add_argument("--wait-timeout", type=float, default=60.0, help="seconds --background waits (default 60)")
     start.add_argument("--etcd-source", choices=etcd_mod.SOURCES, help="use only this etcd (default: the first found)")
+    start.add_argument("--no-controllers", action="store_true", help="serve the API only (no simulated components)")
     stop = sub.add_parser("stop", help="stop the lab cluster of DIR")
     stop.add_argument("--dir", required=True)
     stop.add_argument("--timeout", type=float, default=30.0, help="seconds before SIGKILL (default 30)")
     status = sub.add_parser("status", help="show the lab cluster of DIR (exit 0 running, 3 not running)")
     status.add_argument("--dir", required=True)
+    fault = sub.add_parser("fault", help="inject, list or clear faults in the lab cluster of DIR")
+    fault.add_argument("--dir", required=True)
+    action = fault.add_mutually_exclusive_group()
+    action.add_argument("--add", metavar="JSON", help="fault(s) to add, e.g. '{\"reboot\": {\"node\": \"gpu-1\", "
+                        "\"seconds\": 10}}' (a list adds several)")
+    action.add_argument("--list", action="store_true", help="list the faults (the default)")
+    action.add_argument("--clear", metavar="ID", type=int, nargs="?", const=-1, help="remove fault ID, or all")
     return parser
 
 
@@ -305,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "start":
             return _background(args) if args.background else _foreground(args)
+        if args.command == "fault":
+            return fault_command(args)
         if args.command == "stop":
             ran = stop_lab(os.path.abspath(args.dir), args.timeout)
             print("kubelab: stopped" if ran else "kubelab: not running")

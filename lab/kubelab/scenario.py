@@ -7,7 +7,13 @@
     {"name": str, "description": str,
      "namespaces": [str, ...],           # to create (besides the built-in ones the server makes)
      "nodes": [<v1 Node manifest>, ...], # complete: labels, taints, capacity, status.nodeInfo, Ready
-     "objects": [<manifest>, ...]}       # created in file order after namespaces and nodes
+     "objects": [<manifest>, ...],       # created in file order after namespaces and nodes
+     "gpu_nodes": [{"node", "tree", "backend", "pool", "kubelet_version", "node_info_given"}, ...],
+     "faults": [{<kind>: {...}}, ...],   # kubelab.faults, validated
+     <knob>: float, ...}                 # pod_start_seconds, pod_stop_seconds, ... when given
+
+A node with ``gpu: {tree, backend}`` is completed from its node tree when the lab starts
+(``kubelab.gpunodes.prepare``); ``count: N`` makes N nodes ``<name>-1`` .. ``<name>-N`` that share one tree.
 
 Bad input raises ``ScenarioError`` naming the file and the field (``nodes[1].taints[0].effect``).
 """
@@ -20,9 +26,14 @@ import re
 
 import yaml
 
-TOP_LEVEL = ("name", "description", "namespaces", "nodes", "objects")
+# Kubelet and controller latencies (seconds) read by the simulated components (controllers/kubelet.py).
+KNOBS = ("pod_start_seconds", "pod_ready_seconds", "pod_stop_seconds", "job_pod_seconds", "operator_ready_seconds")
+TOP_LEVEL = ("name", "description", "namespaces", "nodes", "objects", "faults", "kubelet_version") + KNOBS
 NODE_FIELDS = ("name", "labels", "annotations", "taints", "capacity", "allocatable", "nodeInfo",
-               "ready", "unschedulable", "addresses", "conditions", "role")
+               "ready", "unschedulable", "addresses", "conditions", "role", "gpu", "kubelet_version", "count")
+GPU_FIELDS = ("tree", "backend")
+GPU_BACKENDS = ("device-plugin", "dra", "both", "none")
+MAX_POOL = 1000
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # The ten fields the kubernetes Python client's V1NodeSystemInfo requires.
 NODE_INFO_FIELDS = ("architecture", "bootID", "containerRuntimeVersion", "kernelVersion", "kubeProxyVersion",
@@ -31,6 +42,7 @@ DEFAULT_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-stor
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_KUBE_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)([-+][0-9A-Za-z.+-]*)?$")
 _QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?$")
 
 
@@ -127,8 +139,32 @@ def _taints(chk: _Checker, value, field: str) -> list[dict]:
     return taints
 
 
-def _node(chk: _Checker, entry, index: int, now: str) -> dict:
-    field = "nodes[%d]" % index
+def _kubelet_version(chk: _Checker, value, field: str) -> str:
+    chk.string(value, field, allow_empty=False)
+    if not _KUBE_VERSION.match(value):
+        chk.fail(field, "%r is not a Kubernetes version such as v1.36.4" % value)
+    return value if value.startswith("v") else "v" + value
+
+
+def _gpu(chk: _Checker, value, field: str) -> dict:
+    from kubelab import nodetrees  # pylint: disable=import-outside-toplevel
+    chk.mapping(value, field)
+    unknown = set(value) - set(GPU_FIELDS)
+    if unknown:
+        chk.fail(field, "unknown field(s) %s (known: %s)" % (", ".join(sorted(map(str, unknown))), ", ".join(GPU_FIELDS)))
+    if "tree" not in value:
+        chk.fail("%s.tree" % field, "is required (one of %s)" % ", ".join(nodetrees.tree_names()))
+    tree = chk.string(value["tree"], "%s.tree" % field, allow_empty=False)
+    if tree not in nodetrees.tree_names():
+        chk.fail("%s.tree" % field, "unknown node tree %r (known: %s)" % (tree, ", ".join(nodetrees.tree_names())))
+    backend = value.get("backend", "device-plugin")
+    if backend not in GPU_BACKENDS:
+        chk.fail("%s.backend" % field, "must be one of %s, got %r" % (", ".join(GPU_BACKENDS), backend))
+    return {"tree": tree, "backend": backend}
+
+
+def _node(chk: _Checker, entry, index: int, now: str, field: str | None = None, defaults: dict | None = None) -> dict:
+    field = field or "nodes[%d]" % index
     chk.mapping(entry, field)
     unknown = set(entry) - set(NODE_FIELDS)
     if unknown:
@@ -136,7 +172,7 @@ def _node(chk: _Checker, entry, index: int, now: str) -> dict:
     if "name" not in entry:
         chk.fail("%s.name" % field, "is required")
     name = chk.name(entry["name"], "%s.name" % field)
-    field = "nodes[%d] (%s)" % (index, name)
+    field = field if "(" in field else "%s (%s)" % (field, name)
     role = entry.get("role", "worker")
     if role not in ("worker", "control-plane"):
         chk.fail("%s.role" % field, "must be worker or control-plane, got %r" % (role,))
@@ -159,10 +195,19 @@ def _node(chk: _Checker, entry, index: int, now: str) -> dict:
 
     node_info = _default_node_info(name, index)
     node_info["architecture"] = labels.get("kubernetes.io/arch", "amd64")
+    if (defaults or {}).get("kubelet_version"):
+        node_info["kubeletVersion"] = node_info["kubeProxyVersion"] = defaults["kubelet_version"]
+    given = []
     for key, value in chk.mapping(entry.get("nodeInfo") or {}, "%s.nodeInfo" % field).items():
         if key not in NODE_INFO_FIELDS:
             chk.fail("%s.nodeInfo.%s" % (field, key), "unknown field (known: %s)" % ", ".join(NODE_INFO_FIELDS))
         node_info[key] = chk.string(value, "%s.nodeInfo.%s" % (field, key), allow_empty=False)
+        given.append(key)
+    if "kubelet_version" in entry:
+        node_info["kubeletVersion"] = node_info["kubeProxyVersion"] = \
+            _kubelet_version(chk, entry["kubelet_version"], "%s.kubelet_version" % field)
+        given += ["kubeletVersion", "kubeProxyVersion"]
+    gpu = _gpu(chk, entry["gpu"], "%s.gpu" % field) if entry.get("gpu") is not None else None
 
     ready = chk.boolean(entry.get("ready", True), "%s.ready" % field)
     conditions = [{
@@ -202,6 +247,9 @@ def _node(chk: _Checker, entry, index: int, now: str) -> dict:
     metadata: dict = {"name": name, "labels": labels}
     if annotations:
         metadata["annotations"] = annotations
+    if gpu is not None and defaults is not None:
+        defaults.setdefault("gpu_nodes", []).append(dict(gpu, node=name, pool=None, node_info_given=sorted(set(given)),
+                                                         explicit_capacity=sorted(entry.get("capacity") or {})))
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -257,12 +305,34 @@ def validate_scenario(data, source: str = "<scenario>") -> dict:
             chk.fail("namespaces[%d]" % i, "%r is listed twice" % namespace)
         namespaces.append(namespace)
 
-    nodes = []
+    extra = {}
+    if "kubelet_version" in data:
+        extra["kubelet_version"] = _kubelet_version(chk, data["kubelet_version"], "kubelet_version")
+    for knob in KNOBS:
+        if knob in data:
+            value = data[knob]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                chk.fail(knob, "must be a number of seconds >= 0, got %r" % (value,))
+            extra[knob] = float(value)
+    nodes, names = [], set()
+    context = {"kubelet_version": extra.get("kubelet_version"), "gpu_nodes": []}
     for i, entry in enumerate(chk.sequence(data.get("nodes") or [], "nodes")):
-        node = _node(chk, entry, i, now)
-        if any(n["metadata"]["name"] == node["metadata"]["name"] for n in nodes):
-            chk.fail("nodes[%d].name" % i, "%r is listed twice" % node["metadata"]["name"])
-        nodes.append(node)
+        for field, item, pool in _pool(chk, entry, i):
+            node = _node(chk, item, len(nodes), now, field, context)
+            if node["metadata"]["name"] in names:
+                chk.fail("%s.name" % field, "%r is listed twice" % node["metadata"]["name"])
+            names.add(node["metadata"]["name"])
+            nodes.append(node)
+            if pool and context["gpu_nodes"] and context["gpu_nodes"][-1]["node"] == node["metadata"]["name"]:
+                context["gpu_nodes"][-1]["pool"] = pool
+    faults = []
+    if data.get("faults") is not None:
+        from kubelab import faults as faults_mod  # pylint: disable=import-outside-toplevel
+        for i, fault in enumerate(chk.sequence(data["faults"], "faults")):
+            try:
+                faults.append(faults_mod.validate_fault(fault))
+            except ValueError as exc:
+                chk.fail("faults[%d]" % i, str(exc))
 
     objects = [_object(chk, manifest, i) for i, manifest in enumerate(chk.sequence(data.get("objects") or [], "objects"))]
     return {
@@ -271,7 +341,23 @@ def validate_scenario(data, source: str = "<scenario>") -> dict:
         "namespaces": namespaces,
         "nodes": nodes,
         "objects": objects,
+        "gpu_nodes": context["gpu_nodes"],
+        "faults": faults,
+        **extra,
     }
+
+
+def _pool(chk: _Checker, entry, index: int) -> list:
+    """``[(field, node entry, pool name or None)]``: one entry, or ``count`` copies named ``<name>-<n>``."""
+    if not isinstance(entry, dict) or "count" not in entry:
+        return [("nodes[%d]" % index, entry, None)]
+    count = entry["count"]
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_POOL:
+        chk.fail("nodes[%d].count" % index, "must be an integer from 1 to %d, got %r" % (MAX_POOL, count))
+    name = chk.name(entry.get("name"), "nodes[%d].name" % index)
+    base = {k: v for k, v in entry.items() if k != "count"}
+    return [("nodes[%d] (%s-%d)" % (index, name, n), dict(base, name="%s-%d" % (name, n)), name)
+            for n in range(1, count + 1)]
 
 
 def load_scenario(path: str) -> dict:

@@ -19,6 +19,9 @@ from urllib.parse import parse_qs, urlsplit
 from kubelab import discovery, validation
 from kubelab.api import Api
 from kubelab.errors import ApiError, bad_request, method_not_allowed, unauthorized
+from kubelab.faults import FaultEngine
+from kubelab.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from kubelab.metrics import KubeletMetrics
 from kubelab.patch import manager_from_user_agent
 from kubelab.resources import Registry
 from kubelab.selectors import parse_field_selector, parse_label_selector
@@ -57,6 +60,19 @@ class LabServer:
         self.controllers = []
         self.controller_errors = []
         self._restore_custom_types()
+        # -- lab part 2: faults (kubelab.faults), kubelet metrics (kubelab.metrics), DRA claim timings
+        self.claim_timings = {}  # (namespace, name) -> {"created", "allocated", ...}: filled by the DRA part
+        self.fault_engine = FaultEngine(self, self.scenario.get("faults"))
+        self.faults.append(self.fault_engine.http_fault)
+        self.metrics = KubeletMetrics(self)
+
+    def fault_active(self, kind: str, node: str | None = None) -> bool:
+        """Is a fault of ``kind`` active now (for ``node``)? See kubelab.faults."""
+        return self.fault_engine.fault_active(kind, node)
+
+    def fault_rate(self, kind: str) -> float:
+        """The failure rate (0..1) of ``kind`` now, e.g. ``fault_rate("claim_allocation")``."""
+        return self.fault_engine.fault_rate(kind)
 
     @property
     def url(self) -> str:
@@ -181,6 +197,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path == "/version":
             return self._send_json(200, discovery.VERSION)
+        if path.startswith("/kubelab/"):
+            return self._kubelab(path, body)
         if path in ("/api", "/apis") and self.command == "GET":
             if discovery.wants_aggregated(accept):
                 return self._send_json(200, discovery.aggregated(registry, legacy=path == "/api"),
@@ -225,6 +243,44 @@ class _Handler(BaseHTTPRequestHandler):
         if rtype.namespaced and namespace is None and name is not None:
             raise NOT_FOUND_PATH
         self._resource(rtype, namespace, name, sub, query, body)
+
+    # -- lab administration: /kubelab/faults[/<id>], /kubelab/metrics[/nodes/<node>] --------------
+
+    def _kubelab(self, path: str, body: bytes) -> None:
+        lab, method = self.server_lab, self.command
+        parts = path.strip("/").split("/")[1:]
+        if parts[:1] == ["metrics"] and method in ("GET", "HEAD"):
+            if len(parts) == 3 and parts[1] == "nodes":
+                if lab.store.get_or_none(lab.registry.get("", "v1", "nodes"), None, parts[2]) is None:
+                    raise ApiError(404, "NotFound", 'nodes "%s" not found' % parts[2], {"name": parts[2], "kind": "nodes"})
+                return self._send_text(lab.metrics.render(parts[2]))
+            if len(parts) == 1:
+                return self._send_text(lab.metrics.render())
+        if parts[:1] == ["faults"] and len(parts) <= 2:
+            if method == "GET" and len(parts) == 1:
+                return self._send_json(200, {"faults": lab.fault_engine.describe()})
+            if method == "POST" and len(parts) == 1:
+                try:
+                    added = lab.fault_engine.add(json.loads(body.decode("utf-8") or "null"))
+                except (ValueError, UnicodeDecodeError) as exc:
+                    raise bad_request("invalid fault: %s" % exc) from exc
+                return self._send_json(201, {"faults": added})
+            if method == "DELETE":
+                ident = int(parts[1]) if len(parts) == 2 and parts[1].isdigit() else None
+                if len(parts) == 2 and ident is None:
+                    raise NOT_FOUND_PATH
+                return self._send_json(200, {"removed": lab.fault_engine.remove(ident)})
+            raise method_not_allowed()
+        raise NOT_FOUND_PATH
+
+    def _send_text(self, text: str) -> None:
+        payload = text.encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", METRICS_CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
 
     def _resource(self, rtype, namespace, name, sub, query, body) -> None:
         api = self.server_lab.api

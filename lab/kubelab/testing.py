@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 
 from kubelab.etcd import EtcdProcess
+from kubelab.gpunodes import prepare as prepare_gpu_nodes
 from kubelab.kubeconfig import write_kubeconfig
 from kubelab.scenario import load_scenario
 from kubelab.server import LabServer
@@ -39,6 +40,8 @@ def start_lab(workdir: str, scenario: str = "minimal", tls=None, token=None, con
               ca_pem: bytes | None = None) -> Lab:
     """etcd + API server (+ controllers) on loopback, a kubeconfig for it and an empty HOME."""
     data = load_scenario(os.path.join(LAB, "scenarios", scenario + ".yml")) if scenario else {}
+    if data.get("gpu_nodes"):  # GPU nodes from node trees (kubelab.gpunodes); writes workdir/inventory.yml
+        prepare_gpu_nodes(data, workdir, os.path.join(workdir, "kubeconfig"))
     etcd = EtcdProcess(workdir=os.path.join(workdir, "etcd")).start()
     try:
         server = LabServer(etcd.client_url, tls=tls, token=token, scenario=data)

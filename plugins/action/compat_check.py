@@ -31,10 +31,11 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix im
 BUNDLED_MATRIX_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data", "matrix")
 
-# ``nodes`` (one facts dict per host, 10,000 hosts and more) is checked by compat.normalize_nodes
+# ``nodes`` (one facts dict per host, 10,000 hosts and more) and ``cluster`` (in the gpu_cluster_facts
+# form, one dict per Kubernetes node) are checked by compat's normalize_nodes and normalize_cluster
 # instead: ArgumentSpecValidator deep-copies every value it validates, which costs about 0.1 ms
-# per node.
-_SPEC_WITHOUT_NODES = dict((k, v) for k, v in ARGUMENT_SPEC.items() if k != "nodes")
+# per node, and would refuse keys a newer gpu_cluster_facts adds.
+_SPEC_WITHOUT_NODES = dict((k, v) for k, v in ARGUMENT_SPEC.items() if k not in ("nodes", "cluster"))
 
 
 class ActionModule(ActionBase):
@@ -56,6 +57,7 @@ class ActionModule(ActionBase):
         result["changed"] = False
         args = dict(self._task.args)
         nodes = args.pop("nodes", None)
+        cluster = args.pop("cluster", None)
         validation = ArgumentSpecValidator(_SPEC_WITHOUT_NODES).validate(args)
         errors = list(validation.errors.errors)
         if errors:
@@ -67,7 +69,7 @@ class ActionModule(ActionBase):
         args = validation.validated_parameters
         try:
             matrix = load_matrix(self._matrix_path(args.get("matrix")))
-            evaluated = evaluate(nodes, cluster=args.get("cluster"), target=args.get("target"),
+            evaluated = evaluate(nodes, cluster=cluster, target=args.get("target"),
                                  matrix=matrix, releases=args.get("releases"))
         except (CompatError, MatrixError) as exc:
             result.update(failed=True, msg=str(exc))

@@ -14,14 +14,17 @@ string, and the per-node checks are memoised on the handful of facts they read, 
 identical nodes costs one evaluation plus one small dict per finding.
 
 Layout: the options and :class:`CompatError` are in :mod:`compat_options` (re-exported here), the
-cluster and operator rules in :mod:`compat_cluster_rules`, the per-node rules in
-:mod:`compat_node_rules`; this file compiles the matrix and runs them.
+two forms of ``cluster`` (simple, or gpu_cluster_facts) in :mod:`compat_cluster_facts`, the
+cluster and operator rules in :mod:`compat_cluster_rules`, the rules on the observed cluster state
+(backends, DRA API, operator CR states, DeviceClasses, ResourceClaims) in :mod:`compat_state_rules`,
+the per-node rules in :mod:`compat_node_rules`; this file compiles the matrix and runs them.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_cluster_facts import link_hosts, normalize_cluster
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_cluster_rules import _ClusterChecksMixin
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import (
     MatrixError,
@@ -44,11 +47,11 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_options i
     _fmt,
     _minor_key,
     _source_text,
-    normalize_cluster,
     normalize_nodes,
     normalize_releases,
     normalize_target,
 )
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_state_rules import _StateChecksMixin
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.versions import parse_version
 
 
@@ -85,7 +88,7 @@ def summarize(result, fail_on=None):
 
 # ---- evaluation ---------------------------------------------------------------------------------
 
-class _Evaluator(_ClusterChecksMixin, _NodeChecksMixin):
+class _Evaluator(_ClusterChecksMixin, _StateChecksMixin, _NodeChecksMixin):
     """One evaluation: the selected matrix compiled, the normalised options, the findings."""
 
     def __init__(self, selected, target, cluster, releases):
@@ -210,7 +213,9 @@ def evaluate(nodes, cluster=None, target=None, matrix=None, releases=None):
     :param nodes: dict host -> ``gpu_node`` facts (any key may be missing or None).
     :param cluster: optional dict: ``kubernetes_version`` (API server), ``kubelet_versions``
         (host -> version), ``cluster_policy``/``gpu_cluster`` (bool, object, list or k8s_info result),
-        ``operator_version`` (current), ``distribution``.
+        ``operator_version`` (current), ``distribution``; or the facts of ``gpu_cluster_facts``
+        (``schema_version``, ``api_server``, ``nodes``, ``operator``, ...), with any of the simple
+        keys set next to them winning.
     :param target: dict: ``operator_version`` (default 26.7.0), ``kubernetes_version``,
         ``allocation_mode`` (device_plugin|dra), ``passthrough``, ``accept_alpha_passthrough``.
     :param matrix: a matrix set from :func:`compat_matrix.load_matrix` or ``build_matrix_set``.
@@ -224,9 +229,11 @@ def evaluate(nodes, cluster=None, target=None, matrix=None, releases=None):
     norm_cluster = normalize_cluster(cluster)
     norm_nodes = normalize_nodes(nodes)
     norm_releases = normalize_releases(releases)
+    link_hosts(norm_cluster, norm_nodes)
     selected = select_release(matrix, norm_target["operator_version"])
     evaluator = _Evaluator(selected, norm_target, norm_cluster, norm_releases)
     evaluator.check_cluster()
+    evaluator.check_state()
     upgrade_path = evaluator.plan_upgrade()
     if not norm_nodes:
         evaluator.add("nodes" + NOT_ASSESSED, "info", CLUSTER, None, "gpu_node facts of at least one host",

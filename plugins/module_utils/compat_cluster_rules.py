@@ -102,10 +102,18 @@ class _ClusterChecksMixin(object):
                 continue
             policy, gpucluster = self.cluster["cluster_policy"], self.cluster["gpu_cluster"]
             if policy and gpucluster:
-                self.add(row["id"], row["severity"], CLUSTER, "ClusterPolicy present, GPUCluster present",
-                         "at most one of ClusterPolicy, GPUCluster",
-                         "both a ClusterPolicy and a GPUCluster exist: the GPU Operator treats both CRs together as an "
-                         "invalid configuration", _source_text(row))
+                policies = _named("ClusterPolicy", self.cluster.get("cluster_policy_names"))
+                gpuclusters = _named("GPUCluster", self.cluster.get("gpu_cluster_names"))
+                if policies and gpuclusters:
+                    observed = "%s, %s" % (policies, gpuclusters)
+                    both = "%s and %s both exist" % (policies, gpuclusters)
+                else:
+                    observed = "ClusterPolicy present, GPUCluster present"
+                    both = "both a ClusterPolicy and a GPUCluster exist"
+                self.add(row["id"], row["severity"], CLUSTER, observed, "at most one of ClusterPolicy, GPUCluster",
+                         "%s: the GPU Operator treats both CRs together as an invalid configuration; remove one "
+                         "(the Device Plugin pool keeps the ClusterPolicy, a DRA cluster the GPUCluster)" % both,
+                         _source_text(row))
             elif (policy is None and gpucluster is not False) or (gpucluster is None and policy is not False):
                 unknown = [name for name, value in (("cluster.cluster_policy", policy), ("cluster.gpu_cluster", gpucluster))
                            if value is None]
@@ -139,10 +147,12 @@ class _ClusterChecksMixin(object):
         if not values["cluster_policy_allowed"]:
             policy = None if self.cluster is None else self.cluster["cluster_policy"]
             if policy:
-                self.add(row["id"] + ".cluster_policy", row["severity"], CLUSTER, "ClusterPolicy present",
+                named = _named("ClusterPolicy", self.cluster.get("cluster_policy_names")) or "ClusterPolicy"
+                self.add(row["id"] + ".cluster_policy", row["severity"], CLUSTER, named + " present",
                          "no ClusterPolicy",
-                         "allocation_mode dra (GPUCluster) needs the ClusterPolicy removed: the two CRs are mutually "
-                         "exclusive and there is no in-place migration; use a separate DRA cluster or pool", source)
+                         "allocation_mode dra (GPUCluster) needs the %s removed: the two CRs are mutually "
+                         "exclusive and there is no in-place migration; use a separate DRA cluster or pool" % named,
+                         source)
             elif policy is None:
                 self.add(row["id"] + ".cluster_policy" + NOT_ASSESSED, "info", CLUSTER, None, "no ClusterPolicy",
                          "not assessed: cluster.cluster_policy not given", source)
@@ -207,9 +217,11 @@ class _ClusterChecksMixin(object):
         if self.cluster is None or self.cluster["operator_version"] is None:
             self.add(fid + NOT_ASSESSED, "info", CLUSTER, None, "cluster.operator_version",
                      "not assessed: the current GPU Operator version is unknown (%s), so no upgrade path is planned"
-                     % ("no cluster facts given" if self.cluster is None else "cluster.operator_version not given"), source)
+                     % ("no cluster facts given" if self.cluster is None else
+                        self.cluster.get("operator_version_problem") or "cluster.operator_version not given"), source)
             return None
         raw = self.cluster["operator_version"]
+        origin = self.cluster.get("operator_version_origin")
         current = _release_key(raw)
         if current is None:
             self.add(fid + NOT_ASSESSED, "info", CLUSTER, raw, "YY.MM.PP such as 26.3.1",
@@ -253,6 +265,8 @@ class _ClusterChecksMixin(object):
                      % (", ".join(release_names) or "none", " and ".join(unknown), _path_text(raw, hops)),
                      "%s; %s" % (source, release_source))
         path = _path_text(raw, hops)
+        if origin:
+            path += " (current version from the %s)" % origin
         if len(hops) > 1:
             message = ("a direct upgrade from %s to %s is not supported (only within a major release or to the next "
                        "major); the path is %s (%d hops)" % (raw, target.raw, path, len(hops)))
@@ -261,6 +275,13 @@ class _ClusterChecksMixin(object):
                 path, "same major release" if hops[0]["kind"] == "same_major" else "next major release")
         self.add(fid, row["severity"], CLUSTER, raw, target.raw, message, "%s; %s" % (source, release_source))
         return hops
+
+
+def _named(kind, names):
+    """``ClusterPolicy cluster-policy`` (or ``ClusterPolicy a, b``); None when the names are unknown."""
+    if not names:
+        return None
+    return "%s %s" % (kind, ", ".join(names))
 
 
 def _path_text(current, hops):

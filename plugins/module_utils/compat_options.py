@@ -2,7 +2,8 @@
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Options of ``compat_check``: the argument spec, :class:`CompatError`, and the normalisation and
-validation of ``target``, ``cluster``, ``nodes`` and ``releases``. Pure logic, no I/O.
+validation of ``target``, ``cluster`` (its simple form; the gpu_cluster_facts form is in
+:mod:`compat_cluster_facts`), ``nodes`` and ``releases``. Pure logic, no I/O.
 
 Also the small version/field helpers shared by the rule checks (:mod:`compat_cluster_rules`,
 :mod:`compat_node_rules`) and :func:`compat.evaluate`.
@@ -40,6 +41,17 @@ ARGUMENT_SPEC = dict(
         gpu_cluster=dict(type="raw"),
         operator_version=dict(type="raw"),
         distribution=dict(type="str"),
+        # The gpu_cluster_facts form (compat_cluster_facts.FACTS_KEYS).
+        schema_version=dict(type="raw"),
+        api_server=dict(type="raw"),
+        apis=dict(type="raw"),
+        nodes=dict(type="raw"),
+        operator=dict(type="raw"),
+        device_classes=dict(type="raw"),
+        runtime_classes=dict(type="raw"),
+        pdbs=dict(type="raw"),
+        resource_claims=dict(type="raw"),
+        problems=dict(type="raw"),
     )),
     target=dict(type="dict", apply_defaults=True, options=dict(
         operator_version=dict(type="raw", default=DEFAULT_OPERATOR_VERSION),
@@ -109,20 +121,33 @@ def _check_keys(mapping, allowed, field):
             raise CompatError("%s: unknown key %r (expected one of %s)" % (field, key, ", ".join(allowed)))
 
 
+def _object_names(objects):
+    """metadata.name (or name) of each object, when every object has one; else None."""
+    names = []
+    for item in objects:
+        name = None
+        if isinstance(item, dict):
+            name = (item.get("metadata") or {}).get("name") if isinstance(item.get("metadata"), dict) else item.get("name")
+        if not isinstance(name, str):
+            return None
+        names.append(name)
+    return names
+
+
 def _presence(value, field):
-    """ClusterPolicy/GPUCluster presence: True, False or None (unknown).
+    """ClusterPolicy/GPUCluster presence and names: (True, False or None (unknown), [names] or None).
 
     Accepts a bool, the object itself (a dict), a list of objects, or a ``k8s_info`` result
     (a dict with ``resources``).
     """
     if value is None or isinstance(value, bool):
-        return value
+        return value, None
     if isinstance(value, dict):
         if isinstance(value.get("resources"), list):
-            return bool(value["resources"])
-        return bool(value)
+            return bool(value["resources"]), _object_names(value["resources"])
+        return bool(value), _object_names([value]) if value else []
     if isinstance(value, (list, tuple)):
-        return bool(value)
+        return bool(value), _object_names(value)
     raise CompatError(
         "%s: expected true/false, the object (a dict), a list of objects or a k8s_info result; got %s %r"
         % (field, _type_name(value), value))
@@ -155,8 +180,11 @@ def normalize_target(target):
     }
 
 
-def normalize_cluster(cluster):
-    """Cluster facts with presence flags decided; None when no cluster was given. Raises CompatError."""
+def normalize_simple_cluster(cluster):
+    """The simple form of ``cluster`` with presence flags decided; None when no cluster was given.
+
+    Raises CompatError. :func:`compat_cluster_facts.normalize_cluster` handles both forms.
+    """
     if cluster is None:
         return None
     if not isinstance(cluster, dict):
@@ -181,13 +209,21 @@ def normalize_cluster(cluster):
             raise CompatError(
                 "cluster.%s: expected a version as a quoted string (YAML reads 1.30 as the number 1.3), got %s %r"
                 % (key, _type_name(value), value))
+    policy, policy_names = _presence(cluster.get("cluster_policy"), "cluster.cluster_policy")
+    gpucluster, gpucluster_names = _presence(cluster.get("gpu_cluster"), "cluster.gpu_cluster")
     return {
+        "form": "simple",
         "kubernetes_version": cluster.get("kubernetes_version"),
-        "kubelet_versions": kubelets,
-        "cluster_policy": _presence(cluster.get("cluster_policy"), "cluster.cluster_policy"),
-        "gpu_cluster": _presence(cluster.get("gpu_cluster"), "cluster.gpu_cluster"),
+        "kubelet_versions": dict(kubelets),
+        "cluster_policy": policy,
+        "cluster_policy_names": policy_names,
+        "gpu_cluster": gpucluster,
+        "gpu_cluster_names": gpucluster_names,
         "operator_version": cluster.get("operator_version"),
+        "operator_version_origin": None,
+        "operator_version_problem": None,
         "distribution": distribution.strip().lower() if distribution else None,
+        "state": None,
     }
 
 

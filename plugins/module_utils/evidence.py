@@ -101,6 +101,47 @@ def _gpu_line(gpu):
     return ", ".join(str(p) for p in parts)
 
 
+def _cluster_lines(cluster):
+    """A short section on the gpu_cluster_facts of a record (``record["cluster"]``)."""
+    api = cluster.get("api_server") or {}
+    nodes = cluster.get("nodes") or {}
+    backends = {}
+    for facts in nodes.values():
+        backend = (facts or {}).get("gpu_backend") or "unknown"
+        backends[backend] = backends.get(backend, 0) + 1
+    lines = ["## Cluster", ""]
+    lines.append("- API server %s; %d node(s), GPU backend: %s" % (
+        api.get("version") or api.get("git_version") or "unknown", len(nodes),
+        ", ".join("%s %d" % (k, v) for k, v in sorted(backends.items())) or "—"))
+    apis = cluster.get("apis") or {}
+    if "resource_k8s_io_v1" in apis:
+        lines.append("- resource.k8s.io/v1 %s" % ("served" if apis["resource_k8s_io_v1"] else "not served"))
+    operator = cluster.get("operator") or {}
+    release = operator.get("helm_release")
+    if release:
+        lines.append("- GPU Operator Helm release %s/%s: chart %s %s, revision %s, %s" % (
+            release.get("namespace"), release.get("name"), release.get("chart"), release.get("chart_version"),
+            release.get("revision"), release.get("status")))
+    elif operator:
+        lines.append("- no GPU Operator Helm release found")
+    for key, kind in (("cluster_policies", "ClusterPolicy"), ("gpu_clusters", "GPUCluster")):
+        for item in operator.get(key) or []:
+            lines.append("- %s %s: %s" % (kind, item.get("name"), item.get("state") or "no state"))
+    bridges = [c.get("name") for c in cluster.get("device_classes") or [] if c.get("extended_resource_name")]
+    lines.append("- DeviceClasses: %d (%d with extendedResourceName%s)" % (
+        len(cluster.get("device_classes") or []), len(bridges), (": " + ", ".join(bridges)) if bridges else ""))
+    claims = cluster.get("resource_claims") or {}
+    if claims:
+        lines.append("- ResourceClaims: %s total, %s allocated, %s deleted but still allocated" % (
+            claims.get("total"), claims.get("allocated"), claims.get("deleting_allocated")))
+    problems = cluster.get("problems") or []
+    if problems:
+        lines.append("- %d problem(s) reading the cluster: %s" % (len(problems), "; ".join(
+            "%s: %s" % (p.get("what"), p.get("reason")) if isinstance(p, dict) else str(p) for p in problems[:5])))
+    lines.append("")
+    return lines
+
+
 def render_preflight(record):
     """A human summary (Markdown) of a preflight record."""
     results = record.get("results", {})
@@ -123,6 +164,9 @@ def render_preflight(record):
     path = results.get("upgrade_path")
     if path:
         lines += ["Operator upgrade path: %s" % " → ".join(str(p) for p in path), ""]
+    cluster = record.get("cluster")
+    if isinstance(cluster, dict) and cluster:
+        lines += _cluster_lines(cluster)
     nodes = record.get("nodes") or {}
     if nodes:
         lines += ["## Nodes", ""]

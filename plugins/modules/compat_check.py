@@ -63,6 +63,17 @@ options:
   cluster:
     description:
       - Facts about the cluster. When omitted, every cluster check gives a C(.not_assessed) finding.
+      - Two forms. The simple form sets O(cluster.kubernetes_version) and the other simple keys below.
+        The facts form is what M(gpufleet.dra_gate.gpu_cluster_facts) returns (schema 1), recognised by
+        O(cluster.schema_version) or O(cluster.api_server); it adds per-node kubelet skew, one GPU backend
+        per node, the nodes of a C(dra) play that serve the Device Plugin now, the served DRA API,
+        ClusterPolicy/GPUCluster names and states, DeviceClasses that bridge C(nvidia.com/gpu), stuck
+        ResourceClaims, and the current operator version from the Helm release.
+      - A simple key set next to the facts wins over what the facts say (the preflight role merges
+        C(preflight_cluster) over the gathered facts). Keys a newer facts module adds are ignored through
+        the action plugin.
+      - Kubernetes nodes are matched to the hosts of O(nodes) by name or short name (C(gpu-07) and
+        C(gpu-07.example.internal)); node findings name the host where one matches, else the node.
     type: dict
     suboptions:
       kubernetes_version:
@@ -93,6 +104,52 @@ options:
           - The Kubernetes distribution, for example C(gke), C(aks), C(eks), C(openshift), C(doks), C(oke) or C(upstream).
           - A managed distribution gives a dated C(info) finding on its status; C(upstream) gives none.
         type: str
+      schema_version:
+        description:
+          - Facts form. The gpu_cluster_facts schema version; only C(1) is understood.
+        type: raw
+      api_server:
+        description:
+          - Facts form. The API server's C(version) (plain, for example C(1.37.0)) and C(git_version); used
+            when O(cluster.kubernetes_version) is not given.
+        type: raw
+      apis:
+        description:
+          - Facts form. C(resource_k8s_io_v1) (bool) and C(groups) (group -> served versions); with
+            O(target.allocation_mode=dra), C(resource.k8s.io/v1) not served blocks.
+        type: raw
+      nodes:
+        description:
+          - Facts form. Kubernetes node name -> C(kubelet_version), C(gpu_backend)
+            (C(device_plugin), C(dra), C(both), C(none) or null), C(allocatable_gpu), C(dra_devices) and more.
+        type: raw
+      operator:
+        description:
+          - Facts form. C(helm_release) (its C(chart_version), else C(app_version), is the current operator
+            version when O(cluster.operator_version) is not given), C(cluster_policies) and C(gpu_clusters)
+            (each C(name), C(state), C(conditions)), C(workloads), C(crds).
+        type: raw
+      device_classes:
+        description:
+          - Facts form. DeviceClasses with C(name), C(extended_resource_name) and C(selectors).
+        type: raw
+      runtime_classes:
+        description:
+          - Facts form. RuntimeClasses; recorded, not checked.
+        type: raw
+      pdbs:
+        description:
+          - Facts form. PodDisruptionBudgets; recorded, not checked.
+        type: raw
+      resource_claims:
+        description:
+          - Facts form. ResourceClaim counts (C(total), C(allocated), C(reserved), C(deleting_allocated),
+            C(by_namespace)) and the C(stuck) claims.
+        type: raw
+      problems:
+        description:
+          - Facts form. What gpu_cluster_facts could not read; recorded, not checked.
+        type: raw
   target:
     description:
       - What the cluster is to become.
@@ -188,6 +245,15 @@ EXAMPLES = r"""
   run_once: true
   register: canary
 
+- name: Check against what the API server says (gpu_cluster_facts), naming the distribution explicitly
+  gpufleet.dra_gate.compat_check:
+    nodes: "{{ gpu_nodes }}"
+    cluster: "{{ cluster_read.ansible_facts.gpu_cluster | combine({'distribution': 'upstream'}) }}"
+    target:
+      kubernetes_version: "1.37.0"
+  run_once: true
+  delegate_to: localhost
+
 - name: Use a matrix directory of your own
   gpufleet.dra_gate.compat_check:
     nodes: "{{ gpu_nodes }}"
@@ -212,7 +278,10 @@ findings:
       type: str
       sample: warn
     subject:
-      description: The host name, or C(cluster) for cluster-wide findings.
+      description:
+        - The host name (or the Kubernetes node name when no host of O(nodes) matches it), C(Kind/name) of an
+          object (for example C(ClusterPolicy/cluster-policy), C(DeviceClass/gpu-legacy)), or C(cluster) for
+          cluster-wide findings.
       type: str
       sample: gpu-node-01
     observed:

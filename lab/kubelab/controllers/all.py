@@ -6,16 +6,21 @@ from __future__ import annotations
 
 from kubelab.controllers.daemonset import DaemonSetController
 from kubelab.controllers.disruption import DisruptionController
+from kubelab.controllers.dra import DeviceTaintEvictionController, DraDriverController, ResourceClaimController
 from kubelab.controllers.gc import GarbageCollector
 from kubelab.controllers.kubelet import KubeletController
 from kubelab.controllers.namespaces import NamespacesController
+from kubelab.controllers.operator import GpuOperatorController  # GPU part: operator, faults, metrics
 from kubelab.controllers.scheduler import SchedulerController
 from kubelab.controllers.sets import JobController, StatefulSetController
 from kubelab.controllers.workloads import DeploymentController, ReplicaSetController
+from kubelab.faults import FaultController
+from kubelab.metrics import MetricsController
 
 CONTROLLERS = (NamespacesController, KubeletController, SchedulerController, DeploymentController,
                ReplicaSetController, DaemonSetController, StatefulSetController, JobController, DisruptionController,
-               GarbageCollector)
+               GarbageCollector, DraDriverController, ResourceClaimController, DeviceTaintEvictionController,
+               GpuOperatorController, FaultController, MetricsController)
 
 
 def install(lab) -> list:

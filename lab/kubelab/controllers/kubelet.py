@@ -9,6 +9,8 @@ Nodes:
   ``lab.scenario["nodes_not_ready"]`` (a fault-injection knob, read on every pass, so changing the
   list at run time takes a node down or brings it back) or given ``ready: false`` in the scenario.
   Heartbeats are not simulated: condition timestamps move only on a transition.
+* a ``reboot`` fault (kubelab.faults) takes the node down for its ``seconds`` (message "node is
+  rebooting"); when it comes back its ``status.nodeInfo.bootID`` is new.
 
 Pods bound to a node (``spec.nodeName``), each phase after a configurable latency (scenario keys,
 in seconds):
@@ -16,8 +18,10 @@ in seconds):
 * Pending: at once ``hostIP``, ``startTime``, containers waiting in ContainerCreating; after
   ``pod_start_seconds`` (0.2) Running, with PodScheduled, PodReadyToStartContainers, Initialized,
   ContainersReady and Ready True, ``podIP`` (from the node's podCIDR; the host's for hostNetwork)
-  and ``containerStatuses`` (running, ready, started, restartCount 0, an imageID
-  ``<repository>@sha256:<sha256 of the image reference>`` and a containerd containerID);
+  and ``containerStatuses`` (running, started, restartCount 0, an imageID
+  ``<repository>@sha256:<sha256 of the image reference>`` and a containerd containerID); the
+  containers and the pod are Ready at once, or ``pod_ready_seconds`` (0) after Running (a readiness
+  probe's delay);
 * Running pods of a Job: Succeeded (containers terminated, exit 0, reason Completed) after
   ``job_pod_seconds`` (0.5);
 * terminating pods (``deletionTimestamp``): removed with ``Api.finalize_pod`` after
@@ -33,6 +37,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import time
+import uuid
 
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (condition, controller_ref, meta, node_ready, set_condition, spec, status,
@@ -76,6 +81,8 @@ class KubeletController(Controller):
         self.pods = self.rtype("", "v1", "pods")
         self.nodes = self.rtype("", "v1", "nodes")
         self.since: dict = {}  # pod uid -> (what, monotonic time it was first seen so)
+        self.boots: dict = {}  # node -> reboots whose new bootID is written
+        self._cidrs: set = set()
 
     def _knob(self, key: str, default: float) -> float:
         try:
@@ -85,6 +92,9 @@ class KubeletController(Controller):
 
     def nodes_down(self) -> set:
         down = set(self.lab.scenario.get("nodes_not_ready", None) or [])
+        engine = getattr(self.lab, "fault_engine", None)
+        if engine is not None:
+            down |= engine.nodes_down()
         for node in self.lab.scenario.get("nodes", None) or []:
             cond = condition(node, "Ready")
             if cond and cond.get("status") != "True":
@@ -100,7 +110,9 @@ class KubeletController(Controller):
     def reconcile(self) -> None:
         down = self.nodes_down()
         nodes = {}
-        for node in self.api.list(self.nodes, None)["items"]:
+        listed = self.api.list(self.nodes, None)["items"]
+        self._cidrs = {spec(n).get("podCIDR") for n in listed}
+        for node in listed:
             node = self._node(node, meta(node)["name"] not in down)
             nodes[meta(node)["name"]] = node
         pods = self.api.list(self.pods, None)["items"]
@@ -116,17 +128,27 @@ class KubeletController(Controller):
 
     def _node(self, node: dict, ready: bool) -> dict:
         if not spec(node).get("podCIDR"):
-            used = {spec(n).get("podCIDR") for n in self.api.list(self.nodes, None)["items"]}
+            used = getattr(self, "_cidrs", None) or {spec(n).get("podCIDR") for n in self.api.list(self.nodes, None)["items"]}
             cidr = next("10.244.%d.0/24" % i for i in range(256) if "10.244.%d.0/24" % i not in used)
+            used.add(cidr)
             body = copy.deepcopy(node)
             body.setdefault("spec", {}).update(podCIDR=cidr, podCIDRs=[cidr])
             node, _code = self.api.update(self.nodes, None, meta(node)["name"], body, field_manager="kube-controller-manager")
         new_status = copy.deepcopy(status(node))
+        engine = getattr(self.lab, "fault_engine", None)
+        name = meta(node)["name"]
+        rebooting = engine is not None and engine.fault_active("reboot", name)
         if ready:
             conditions = set_condition(new_status.get("conditions"), "Ready", "True", "KubeletReady",
                                        "kubelet is posting ready status")
+            boots = engine.boot_generation(name) if engine is not None else 0
+            if boots and self.boots.get(name, 0) < boots:
+                info = new_status.setdefault("nodeInfo", {})
+                info["bootID"] = str(uuid.uuid5(uuid.NAMESPACE_URL, "kubelab/%s/boot/%d" % (name, boots)))
+                self.boots[name] = boots
         else:
             conditions = set_condition(new_status.get("conditions"), "Ready", "False", "KubeletNotReady",
+                                       "kubelab fault: node is rebooting" if rebooting else
                                        "kubelab fault: node is not ready")
         for cond in conditions:
             if cond.get("type") == "Ready" and cond.get("lastTransitionTime") != (condition(node, "Ready") or {}).get(
@@ -165,11 +187,15 @@ class KubeletController(Controller):
                 self._elapsed(uid, "creating")
                 return True
             if self._elapsed(uid, "creating") >= self._knob("pod_start_seconds", 0.2):
-                write_status(self.api, self.pods, pod, self._running(pod, node, pods), MANAGER)
-                return (controller_ref(pod) or {}).get("kind") == "Job"
+                ready = self._knob("pod_ready_seconds", 0.0) <= 0
+                write_status(self.api, self.pods, pod, self._running(pod, node, pods, ready), MANAGER)
+                return (controller_ref(pod) or {}).get("kind") == "Job" or not ready
             return True
         if phase == "Running":
-            write_status(self.api, self.pods, pod, self._running(pod, node, pods), MANAGER)
+            ready = self._elapsed(uid, "running") >= self._knob("pod_ready_seconds", 0.0)
+            write_status(self.api, self.pods, pod, self._running(pod, node, pods, ready), MANAGER)
+            if not ready:
+                return True
             if (controller_ref(pod) or {}).get("kind") == "Job":
                 if self._elapsed(uid, "running") >= self._knob("job_pod_seconds", 0.5):
                     write_status(self.api, self.pods, pod, self._succeeded(pod), MANAGER)
@@ -213,7 +239,7 @@ class KubeletController(Controller):
         used = {status(p).get("podIP") for p in pods if spec(p).get("nodeName") == meta(node)["name"]}
         return next(("%s.%d" % (base, i) for i in range(2, 255) if "%s.%d" % (base, i) not in used), base + ".254")
 
-    def _running(self, pod: dict, node: dict, pods: list) -> dict:
+    def _running(self, pod: dict, node: dict, pods: list, ready: bool = True) -> dict:
         old = status(pod)
         new_status = copy.deepcopy(old)
         stamp = now()
@@ -226,7 +252,7 @@ class KubeletController(Controller):
             started = ((previous.get(name) or {}).get("state") or {}).get("running", {}).get("startedAt") or stamp
             image = container.get("image", "")
             statuses.append({"name": name, "image": image, "imageID": image_id(image),
-                             "containerID": container_id(pod, name), "ready": True, "started": True,
+                             "containerID": container_id(pod, name), "ready": ready, "started": True,
                              "restartCount": 0, "state": {"running": {"startedAt": started}}, "lastState": {}})
         new_status["containerStatuses"] = statuses
         inits = spec(pod).get("initContainers") or []
@@ -237,7 +263,7 @@ class KubeletController(Controller):
                  "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": old.get("startTime", stamp),
                                           "finishedAt": old.get("startTime", stamp)}}, "lastState": {}}
                 for c in inits]
-        new_status["conditions"] = self._conditions(new_status, True)
+        new_status["conditions"] = self._conditions(new_status, ready)
         return new_status
 
     def _succeeded(self, pod: dict) -> dict:

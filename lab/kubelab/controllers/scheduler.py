@@ -22,8 +22,31 @@ server turns into a nodeName write and a PodScheduled=True condition); this cont
 ``spec.nodeName`` through ``Api.update`` with the pod's resourceVersion as precondition, then
 writes the PodScheduled condition through the status subresource.
 
-DRA is not simulated yet: ``spec.resourceClaims`` are ignored here (no ResourceClaim allocation,
-no ResourceSlice accounting); that is the next issue's work.
+Dynamic Resource Allocation (``DraScheduling``, the DynamicResources plugin; devices, taints and the
+allocator are in ``kubelab.controllers.dra``):
+
+* ``spec.resourceClaims[]``: a ``resourceClaimTemplateName`` gets a claim ``<pod>-<claim>-<5
+  random>`` (owned by the pod, annotation ``resource.kubernetes.io/pod-claim-name``) recorded in the
+  pod's ``status.resourceClaimStatuses``, even while the pod cannot be scheduled (the
+  resourceclaim controller does this in Kubernetes); a missing claim or template, or a claim being
+  deleted, leaves the pod Unschedulable everywhere;
+* per node, the pod's unallocated claims are allocated together from that node's ResourceSlice
+  devices (plus ``allNodes`` slices): DeviceClass selectors and request selectors (CEL,
+  ``kubelab.cel``), ``exactly`` or ``firstAvailable``, ``ExactCount``/``All``, ``adminAccess``,
+  device taints (slice and DeviceTaintRule; NoSchedule/NoExecute need a request toleration),
+  constraints ``matchAttribute``/``distinctAttribute``, devices of other claims excluded; an
+  already allocated claim restricts the pod to its ``nodeSelector``. Failing that, the node counts
+  as "cannot allocate all claims" (with the CEL error when a selector fails to evaluate);
+* on binding, the claim gets the ``resource.kubernetes.io/delete-protection`` finalizer and
+  ``status.allocation`` + ``status.reservedFor`` (pods) in one status write, before the pod is bound;
+* extended resources backed by DRA: on a node labelled ``kubelab.gpufleet.io/gpu-backend=dra`` (or
+  ``both`` without the resource in allocatable) a request of a resource that some DeviceClass names
+  in ``spec.extendedResourceName`` (the newest such class), or of
+  ``deviceclass.resource.kubernetes.io/<class>``, is allocated from that class through a claim
+  ``<pod>-extended-resources-<5 random>`` (annotation
+  ``resource.kubernetes.io/extended-resource-claim: "true"``, one request ``container-<i>-request-<j>``
+  per container and resource; init containers are not counted) recorded in the pod's
+  ``status.extendedResourceClaimStatus``; node allocatable is not consulted there.
 """
 
 from __future__ import annotations
@@ -31,16 +54,39 @@ from __future__ import annotations
 import copy
 
 from kubelab.controllers import Controller
+from kubelab import cel
 from kubelab.controllers.common import (meta, node_affinity_matches, node_ready, pod_active, pod_resource, quantity,
-                                        set_condition, spec, status, terminating, untolerated_taint, write_status)
+                                        random_suffix, set_condition, spec, status, terminating, untolerated_taint,
+                                        write_status)
+from kubelab.controllers.dra import (EXTENDED_ANNOTATION, FINALIZER, IMPLICIT_PREFIX, NO_FIT, POD_CLAIM_ANNOTATION,
+                                     AllocationError, Allocator, DeviceView, Unresolvable, allocation_status, backend,
+                                     claim_devices, mark)
 from kubelab.errors import ApiError
 
 GPU = "nvidia.com/gpu"
 MANAGER = "kube-scheduler"
 
 
+def _extended_names(pod_spec: dict) -> set:
+    names = set()
+    for container in pod_spec.get("containers") or []:
+        res = container.get("resources") or {}
+        for key in list((res.get("requests") or {})) + list((res.get("limits") or {})):
+            if "/" in key and not key.startswith(("kubernetes.io/", "requests.")):
+                names.add(key)
+    return names
+
+
+def _unschedulable_status(pod: dict, message: str) -> dict:
+    new_status = copy.deepcopy(status(pod))
+    new_status["conditions"] = set_condition(new_status.get("conditions"), "PodScheduled", "False", "Unschedulable",
+                                             message)
+    new_status.setdefault("phase", "Pending")
+    return new_status
+
+
 class SchedulerController(Controller):
-    watches = ("Pod", "Node")
+    watches = ("Pod", "Node", "ResourceClaim", "ResourceSlice", "DeviceClass", "DeviceTaintRule")
     resync_seconds = 1.0
 
     def __init__(self, lab):
@@ -63,14 +109,17 @@ class SchedulerController(Controller):
                 load[bound]["pods"] += 1
                 load[bound][GPU] += pod_resource(spec(pod), GPU)
         pending.sort(key=lambda p: (meta(p).get("creationTimestamp", ""), meta(p).get("namespace", ""), meta(p)["name"]))
+        dra = None
+        if any(spec(p).get("resourceClaims") or _extended_names(spec(p)) for p in pending):
+            dra = DraScheduling(self)
         for pod in pending:
             try:
-                self._schedule(pod, nodes, load)
+                self._schedule(pod, nodes, load, dra)
             except ApiError as exc:
                 if exc.code not in (404, 409):
                     raise
 
-    def _fit(self, pod: dict, node: dict, load: dict) -> str | None:
+    def _fit(self, pod: dict, node: dict, load: dict, dra=None) -> str | None:
         """None when ``pod`` fits ``node``, else the kube-scheduler style reason it does not."""
         pod_spec = spec(pod)
         if not node_ready(node):
@@ -87,15 +136,26 @@ class SchedulerController(Controller):
         if "pods" in allocatable and used["pods"] + 1 > quantity(allocatable["pods"]):
             return "Too many pods"
         wanted = pod_resource(pod_spec, GPU)
-        if wanted > 0 and used[GPU] + wanted > quantity(allocatable.get(GPU)):
+        if wanted > 0 and not (dra is not None and dra.via_dra(node, GPU) is not None) \
+                and used[GPU] + wanted > quantity(allocatable.get(GPU)):
             return "Insufficient %s" % GPU
         return None
 
-    def _schedule(self, pod: dict, nodes: list, load: dict) -> None:
+    def _schedule(self, pod: dict, nodes: list, load: dict, dra=None) -> None:
+        claims, extended = [], None
+        if dra is not None:
+            try:
+                pod, claims, extended = dra.pod_claims(pod)
+            except Unresolvable as exc:
+                message = "0/%d nodes are available: %s." % (len(nodes), exc)
+                write_status(self.api, self.pods, pod, _unschedulable_status(pod, message), MANAGER)
+                return
         reasons: dict[str, int] = {}
-        fitting = []
+        fitting, plans = [], {}
         for node in nodes:
-            why = self._fit(pod, node, load)
+            why = self._fit(pod, node, load, dra)
+            if why is None and dra is not None:
+                plans[meta(node)["name"]], why = dra.plan(pod, claims, extended, node)
             if why is None:
                 fitting.append(node)
             else:
@@ -103,15 +163,12 @@ class SchedulerController(Controller):
         if not fitting:
             detail = ", ".join("%d %s" % (count, why) for why, count in sorted(reasons.items()))
             message = "0/%d nodes are available%s." % (len(nodes), ": " + detail if detail else "")
-            new_status = copy.deepcopy(status(pod))
-            new_status["conditions"] = set_condition(new_status.get("conditions"), "PodScheduled", "False",
-                                                     "Unschedulable", message)
-            new_status.setdefault("phase", "Pending")
-            write_status(self.api, self.pods, pod, new_status, MANAGER)
+            write_status(self.api, self.pods, pod, _unschedulable_status(pod, message), MANAGER)
             return
         fitting.sort(key=lambda n: (load[meta(n)["name"]]["pods"], meta(n)["name"]))
         node = fitting[0]
         name = meta(node)["name"]
+        extended_status = dra.commit(pod, plans[name]) if dra is not None else None
         body = copy.deepcopy(pod)
         body.setdefault("spec", {})["nodeName"] = name
         bound, _code = self.api.update(self.pods, meta(pod)["namespace"], meta(pod)["name"], body, field_manager=MANAGER)
@@ -119,4 +176,194 @@ class SchedulerController(Controller):
         load[name][GPU] += pod_resource(spec(pod), GPU)
         new_status = copy.deepcopy(status(bound))
         new_status["conditions"] = set_condition(new_status.get("conditions"), "PodScheduled", "True")
+        if extended_status:
+            new_status["extendedResourceClaimStatus"] = extended_status
         write_status(self.api, self.pods, bound, new_status, MANAGER)
+
+
+class DraScheduling:
+    """One scheduling pass's view of DRA: claims of pods, extended resources, allocation and its writes."""
+
+    def __init__(self, scheduler: SchedulerController):
+        self.api, self.lab, self.pods = scheduler.api, scheduler.lab, scheduler.pods
+        self.claims = scheduler.rtype("resource.k8s.io", "v1", "resourceclaims")
+        self.templates = scheduler.rtype("resource.k8s.io", "v1", "resourceclaimtemplates")
+        self.view = DeviceView(self.api, scheduler.registry)
+        self.extended: dict = {}  # extended resource name -> DeviceClass (the newest naming it)
+        classes = sorted(self.view.classes.values(), key=lambda c: meta(c)["name"])
+        for cls in sorted(classes, key=lambda c: meta(c).get("creationTimestamp", ""), reverse=True):
+            if spec(cls).get("extendedResourceName"):
+                self.extended.setdefault(spec(cls)["extendedResourceName"], meta(cls)["name"])
+
+    def via_dra(self, node: dict, resource: str) -> str | None:
+        """The DeviceClass serving ``resource`` on ``node`` through DRA, or None (device plugin)."""
+        if resource.startswith(IMPLICIT_PREFIX):
+            return resource[len(IMPLICIT_PREFIX):]
+        kind = backend(node)
+        if kind == "dra" or (kind == "both" and resource in self.extended
+                             and quantity((status(node).get("allocatable") or {}).get(resource)) <= 0):
+            return self.extended.get(resource, "")  # "" on a DRA node: no class, so it cannot fit
+        return None
+
+    # -- claims of a pod ------------------------------------------------------------------------
+
+    def pod_claims(self, pod: dict) -> tuple[dict, list, dict | None]:
+        """(pod, its claims, its extended-resource claim); creates claims from templates."""
+        ns, uid = meta(pod)["namespace"], meta(pod)["uid"]
+        owned = {}
+        extended = None
+        for claim in self.view.claims.values():
+            if meta(claim)["namespace"] == ns and any(r.get("uid") == uid for r in meta(claim).get("ownerReferences") or []):
+                annotations = meta(claim).get("annotations") or {}
+                if annotations.get(EXTENDED_ANNOTATION) == "true":
+                    extended = claim
+                elif annotations.get(POD_CLAIM_ANNOTATION):
+                    owned[annotations[POD_CLAIM_ANNOTATION]] = claim
+        recorded = {s.get("name"): s.get("resourceClaimName") for s in status(pod).get("resourceClaimStatuses") or []}
+        statuses, claims = [], []
+        for entry in spec(pod).get("resourceClaims") or []:
+            if entry.get("resourceClaimName"):
+                claim = self.view.claims.get((ns, entry["resourceClaimName"]))
+                if claim is None:
+                    raise Unresolvable('resourceclaim "%s" not found' % entry["resourceClaimName"])
+            elif entry.get("resourceClaimTemplateName"):
+                claim = self.view.claims.get((ns, recorded.get(entry.get("name")) or "")) or owned.get(entry.get("name"))
+                if claim is None:
+                    claim = self._from_template(pod, entry)
+                statuses.append({"name": entry.get("name"), "resourceClaimName": meta(claim)["name"]})
+            else:
+                raise Unresolvable("pod claim %s names neither a claim nor a template" % entry.get("name"))
+            if terminating(claim):
+                raise Unresolvable('resourceclaim "%s" is being deleted' % meta(claim)["name"])
+            claims.append(claim)
+        if statuses and statuses != status(pod).get("resourceClaimStatuses"):
+            new_status = copy.deepcopy(status(pod))
+            new_status["resourceClaimStatuses"] = statuses
+            pod = write_status(self.api, self.pods, pod, new_status, MANAGER)
+        return pod, claims, extended
+
+    def _from_template(self, pod: dict, entry: dict) -> dict:
+        ns, pod_name = meta(pod)["namespace"], meta(pod)["name"]
+        try:
+            template = self.api.get(self.templates, ns, entry["resourceClaimTemplateName"])
+        except ApiError as exc:
+            if exc.code == 404:
+                raise Unresolvable('resourceclaimtemplate "%s" not found' % entry["resourceClaimTemplateName"]) from exc
+            raise
+        tmeta = spec(template).get("metadata") or {}
+        annotations = dict(tmeta.get("annotations") or {}, **{POD_CLAIM_ANNOTATION: entry.get("name")})
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": "%s-%s-%s" % (pod_name, entry.get("name"), random_suffix()), "namespace": ns,
+                             "annotations": annotations, "ownerReferences": [self._owner(pod)]},
+                "spec": copy.deepcopy(spec(template).get("spec") or {})}
+        if tmeta.get("labels"):
+            body["metadata"]["labels"] = dict(tmeta["labels"])
+        claim = self.api.create(self.claims, ns, body, field_manager="resourceclaim-controller")
+        mark(self.lab, ns, meta(claim)["name"], "created")
+        self.view.claims[(ns, meta(claim)["name"])] = claim
+        return claim
+
+    @staticmethod
+    def _owner(pod: dict) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "name": meta(pod)["name"], "uid": meta(pod)["uid"],
+                "controller": True, "blockOwnerDeletion": True}
+
+    # -- per node -------------------------------------------------------------------------------
+
+    def _extended_spec(self, pod: dict, node: dict) -> tuple[dict | None, list]:
+        requests, mappings = [], []
+        for ci, container in enumerate(spec(pod).get("containers") or []):
+            res = container.get("resources") or {}
+            amounts = dict(res.get("limits") or {}, **(res.get("requests") or {}))
+            for resource in sorted(amounts):
+                count = int(quantity(amounts[resource]))
+                if count <= 0 or "/" not in resource:
+                    continue
+                cls = self.via_dra(node, resource)
+                if cls is None:
+                    continue
+                if not cls or cls not in self.view.classes:
+                    raise AllocationError("Insufficient %s" % resource)
+                name = "container-%d-request-%d" % (ci, len(requests))
+                requests.append({"name": name, "exactly": {"deviceClassName": cls, "allocationMode": "ExactCount",
+                                                           "count": count}})
+                mappings.append({"containerName": container.get("name", ""), "resourceName": resource,
+                                 "requestName": name})
+        return ({"devices": {"requests": requests}} if requests else None), mappings
+
+    def plan(self, pod: dict, claims: list, extended: dict | None, node: dict) -> tuple[dict | None, str | None]:
+        name = meta(node)["name"]
+        todo, keep = [], []
+        for claim in claims + ([extended] if extended is not None else []):
+            allocation = status(claim).get("allocation")
+            if not allocation:
+                todo.append(claim)
+                continue
+            selector = allocation.get("nodeSelector")
+            affinity = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": selector}}}
+            if selector and not node_affinity_matches(affinity, node):
+                return None, "resourceclaim not available on the node"
+            keep.append(claim)
+        try:
+            ext_spec, mappings = self._extended_spec(pod, node) if extended is None else (None, [])
+            specs = [spec(c) for c in todo] + ([ext_spec] if ext_spec else [])
+            picks = Allocator(self.view, name).allocate(specs) if specs else []
+        except AllocationError as exc:
+            return None, str(exc) if str(exc).startswith("Insufficient") else "%s: %s" % (NO_FIT, exc)
+        except cel.CelError as exc:
+            return None, "%s: %s" % (NO_FIT, exc)
+        if picks is None:
+            return None, NO_FIT
+        plan = {"keep": keep, "allocate": [(c, allocation_status(self.view, spec(c), p, name))
+                                           for c, p in zip(todo, picks)], "extended": None}
+        if ext_spec:
+            plan["extended"] = (ext_spec, allocation_status(self.view, ext_spec, picks[-1], name), mappings)
+        if extended is not None:  # made by an earlier pass whose binding did not happen
+            try:
+                mappings = self._extended_spec(pod, node)[1]
+            except AllocationError:
+                mappings = []
+            plan["extended_status"] = {"resourceClaimName": meta(extended)["name"], "requestMappings": mappings}
+        return plan, None
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def commit(self, pod: dict, plan: dict) -> dict | None:
+        """Reserve and allocate the planned claims for ``pod``; the extendedResourceClaimStatus, if any."""
+        ref = {"resource": "pods", "name": meta(pod)["name"], "uid": meta(pod)["uid"]}
+        for claim in plan["keep"]:
+            if not any(r.get("uid") == ref["uid"] for r in status(claim).get("reservedFor") or []):
+                new_status = copy.deepcopy(status(claim))
+                new_status["reservedFor"] = (new_status.get("reservedFor") or []) + [ref]
+                self._remember(write_status(self.api, self.claims, claim, new_status, MANAGER))
+        for claim, allocation in plan["allocate"]:
+            self._allocate(claim, allocation, ref)
+        if plan["extended"] is None:
+            return plan.get("extended_status")
+        ext_spec, allocation, mappings = plan["extended"]
+        ns = meta(pod)["namespace"]
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": "%s-extended-resources-%s" % (meta(pod)["name"], random_suffix()), "namespace": ns,
+                             "annotations": {EXTENDED_ANNOTATION: "true"}, "ownerReferences": [self._owner(pod)],
+                             "finalizers": [FINALIZER]},
+                "spec": ext_spec}
+        claim = self.api.create(self.claims, ns, body, field_manager=MANAGER)
+        mark(self.lab, ns, meta(claim)["name"], "created")
+        self._allocate(claim, allocation, ref)
+        return {"resourceClaimName": meta(claim)["name"], "requestMappings": mappings}
+
+    def _allocate(self, claim: dict, allocation: dict, ref: dict) -> None:
+        if FINALIZER not in (meta(claim).get("finalizers") or []):
+            body = copy.deepcopy(claim)
+            body["metadata"]["finalizers"] = (meta(claim).get("finalizers") or []) + [FINALIZER]
+            claim, _code = self.api.update(self.claims, meta(claim)["namespace"], meta(claim)["name"], body,
+                                           field_manager=MANAGER)
+        new_status = copy.deepcopy(status(claim))
+        new_status.update(allocation=allocation, reservedFor=[ref])
+        claim = write_status(self.api, self.claims, claim, new_status, MANAGER)
+        mark(self.lab, meta(claim)["namespace"], meta(claim)["name"], "allocated", once=False)
+        self._remember(claim)
+
+    def _remember(self, claim: dict) -> None:
+        self.view.claims[(meta(claim)["namespace"], meta(claim)["name"])] = claim
+        self.view.in_use |= claim_devices(claim)

@@ -213,3 +213,52 @@ def test_module_main_bad_option(capsys):
     result = _run_module({"nodes": {}, "matrix": action_mod.BUNDLED_MATRIX_DIR,
                           "target": {"allocation_mode": "mig"}}, capsys)
     assert result["failed"] is True and "allocation_mode" in result["msg"]
+
+
+# ---- the gpu_cluster_facts form of ``cluster`` ----------------------------------------------------
+
+CLUSTER_FACTS = {
+    "schema_version": 1,
+    "api_server": {"version": "1.37.0", "git_version": "v1.37.0"},
+    "apis": {"resource_k8s_io_v1": True, "groups": {"resource.k8s.io": ["v1"]}},
+    "nodes": {"h200": {"kubelet_version": "1.33.1", "gpu_backend": "both", "allocatable_gpu": 1,
+                       "dra_devices": [{"name": "gpu-0"}], "labels": {}, "taints": [], "ready": True}},
+    "operator": {"helm_release": {"name": "gpu-operator", "namespace": "gpu-operator", "chart": "gpu-operator",
+                                  "chart_version": "v26.3.1", "app_version": "v26.3.1", "status": "deployed"},
+                 "cluster_policies": [{"name": "cluster-policy", "state": "ready", "conditions": []}],
+                 "gpu_clusters": [{"name": "gpu-cluster", "state": "notReady",
+                                   "conditions": [{"type": "Ready", "status": "False", "reason": "PrerequisiteNotMet"}]}],
+                 "workloads": [], "crds": []},
+    "device_classes": [], "runtime_classes": [], "pdbs": [],
+    "resource_claims": {"total": 0, "allocated": 0, "reserved": 0, "deleting_allocated": 0, "by_namespace": {}, "stuck": []},
+    "problems": [],
+    "gathered_by": "a key a newer gpu_cluster_facts might add",
+}
+
+
+def test_cluster_facts_form_through_the_action():
+    cluster = dict(CLUSTER_FACTS, distribution="upstream")
+    result = make_action({"nodes": {"h200": H200}, "cluster": cluster}).run(task_vars={})
+    assert result["failed"] is True and result["verdict"] == "block"
+    got = {(f["id"], f["severity"], f["subject"]) for f in result["findings"]}
+    assert {("kubelet.skew", "block", "h200"), ("backend.single_per_node", "block", "h200"),
+            ("operator.exclusive_resources", "block", "cluster"),
+            ("operator.cr_state", "warn", "GPUCluster/gpu-cluster")} <= got
+    assert [hop["to"] for hop in result["upgrade_path"]] == ["26.6.x", "26.7.0"]
+    assert "ClusterPolicy cluster-policy and GPUCluster gpu-cluster both exist" in result["msg"]
+
+
+def test_cluster_facts_form_through_the_module(capsys):
+    cluster = dict((k, v) for k, v in CLUSTER_FACTS.items() if k != "gathered_by")
+    result = _run_module({"nodes": {"h200": H200}, "cluster": cluster, "matrix": action_mod.BUNDLED_MATRIX_DIR,
+                          "fail_on": "never"}, capsys)
+    assert result["verdict"] == "block"
+    assert "backend.single_per_node" in {f["id"] for f in result["findings"]}
+
+
+def test_simple_form_through_the_module_still_works(capsys):
+    result = _run_module({"nodes": {"h200": H200}, "matrix": action_mod.BUNDLED_MATRIX_DIR, "fail_on": "never",
+                          "cluster": {"kubernetes_version": "1.37.0", "operator_version": "26.6.2",
+                                      "cluster_policy": True, "gpu_cluster": False}}, capsys)
+    assert result["upgrade_path"] == [{"from": "26.6.2", "to": "26.7.0", "kind": "next_major"}]
+    assert not [f for f in result["findings"] if f["id"].startswith(("backend.", "operator.cr_state"))]

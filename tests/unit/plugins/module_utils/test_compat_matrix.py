@@ -68,6 +68,13 @@ def test_bundled_26_7_facts(bundled):
     assert rows["operator.components"]["values"]["dra_driver"] == "v0.5.0"
     assert rows["containerd.kubernetes_tested"]["values"]["table"]["1.37"] == ["2.4.0", "2.3.0"]
     assert rows["kubelet.skew"]["values"]["max_older_minors"] == 3
+    assert rows["backend.single_per_node"]["values"] == {"resource_name": "nvidia.com/gpu"}
+    assert rows["backend.single_per_node"]["severity"] == "block"
+    assert rows["backend.dra_canary_pool"]["severity"] == "warn"
+    assert rows["backend.extended_resource_bridge"]["severity"] == "info"
+    assert rows["kubernetes.dra_api"]["values"] == {"group_version": "resource.k8s.io/v1", "requires_allocation_mode": "dra"}
+    assert (rows["operator.cr_state"]["values"], rows["operator.cr_state"]["severity"]) == ({"ready_state": "ready"}, "warn")
+    assert (rows["dra.stuck_claims"]["values"], rows["dra.stuck_claims"]["severity"]) == ({"max_deleting_allocated": 0}, "warn")
     assert [r["version"] for r in selected["releases"]] == ["26.3.x", "26.6.x", "26.7.0"]
     assert selected["file"] == RELEASE_FILE
 
@@ -169,6 +176,10 @@ def test_bad_release_document(mutate, message):
 
 CRI = [r["id"] for r in _raw("common.yml")["rows"]].index("containerd.kubernetes_tested")
 SKEW = [r["id"] for r in _raw("common.yml")["rows"]].index("kubelet.skew")
+BACKEND = [r["id"] for r in _raw("common.yml")["rows"]].index("backend.single_per_node")
+API = [r["id"] for r in _raw("common.yml")["rows"]].index("kubernetes.dra_api")
+CR_STATE = [r["id"] for r in _raw("common.yml")["rows"]].index("operator.cr_state")
+STUCK = [r["id"] for r in _raw("common.yml")["rows"]].index("dra.stuck_claims")
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -180,6 +191,12 @@ SKEW = [r["id"] for r in _raw("common.yml")["rows"]].index("kubelet.skew")
     (_set(["releases", 0, "version"], "next"), "releases[0].version: expected YY.MM, YY.MM.PP or YY.MM.x"),
     (_delete(["releases", 1, "source"]), "common.yml: releases[1].source: required field missing"),
     (_set(["operator"], "gpu-operator"), "common.yml: operator: unknown field"),
+    (_delete(["rows", BACKEND, "values", "resource_name"]), "rows[%d].values.resource_name: required field missing" % BACKEND),
+    (_set(["rows", BACKEND, "values", "resource"], "x"), "rows[%d].values.resource: unknown field" % BACKEND),
+    (_set(["rows", API, "values", "group_version"], "resource.k8s.io"), "rows[%d].values.group_version: expected group/version" % API),
+    (_set(["rows", API, "values", "requires_allocation_mode"], "mig"), "rows[%d].values.requires_allocation_mode: expected one of" % API),
+    (_set(["rows", CR_STATE, "values", "ready_state"], ""), "rows[%d].values.ready_state: expected a non-empty string" % CR_STATE),
+    (_set(["rows", STUCK, "values", "max_deleting_allocated"], -1), "rows[%d].values.max_deleting_allocated: expected an integer >= 0" % STUCK),
 ])
 def test_bad_common_document(mutate, message):
     with pytest.raises(MatrixError) as info:

@@ -90,3 +90,34 @@ def test_root_that_is_a_file(run_module, tmp_path):
     (tmp_path / "evidence").write_text("x")
     result = run_module(gate_evidence, args(tmp_path))
     assert result["failed"] is True and result["msg"].startswith("root:")
+
+
+def test_preflight_summary_shows_the_cluster(run_module, tmp_path):
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import render_preflight
+
+    cluster = {
+        "schema_version": 1, "api_server": {"version": "1.37.0"}, "apis": {"resource_k8s_io_v1": True},
+        "nodes": {"gpu-01": {"gpu_backend": "device_plugin"}, "gpu-02": {"gpu_backend": "both"}, "cp-1": {"gpu_backend": "none"}},
+        "operator": {"helm_release": {"name": "gpu-operator", "namespace": "gpu-operator", "chart": "gpu-operator",
+                                      "chart_version": "v26.3.1", "revision": 3, "status": "deployed"},
+                     "cluster_policies": [{"name": "cluster-policy", "state": "notReady"}], "gpu_clusters": []},
+        "device_classes": [{"name": "gpu.nvidia.com", "extended_resource_name": None},
+                           {"name": "gpu-legacy", "extended_resource_name": "nvidia.com/gpu"}],
+        "resource_claims": {"total": 40, "allocated": 12, "deleting_allocated": 2},
+        "problems": [{"what": "helm release gpu-operator/gpu-operator", "reason": "revision 4 is failed"}],
+    }
+    text = render_preflight(dict(RECORD, cluster=cluster))
+    assert "## Cluster" in text
+    assert "- API server 1.37.0; 3 node(s), GPU backend: both 1, device_plugin 1, none 1" in text
+    assert "- resource.k8s.io/v1 served" in text
+    assert "- GPU Operator Helm release gpu-operator/gpu-operator: chart gpu-operator v26.3.1, revision 3, deployed" in text
+    assert "- ClusterPolicy cluster-policy: notReady" in text
+    assert "- DeviceClasses: 2 (1 with extendedResourceName: gpu-legacy)" in text
+    assert "- ResourceClaims: 40 total, 12 allocated, 2 deleted but still allocated" in text
+    assert "revision 4 is failed" in text
+    assert "## Cluster" not in render_preflight(dict(RECORD, cluster=None))
+    result = run_module(gate_evidence, args(tmp_path, record=dict(RECORD, cluster=cluster)))
+    run_dir = tmp_path / "evidence" / "20261130T080000Z"
+    assert json.loads((run_dir / "01-preflight.json").read_text())["cluster"]["api_server"]["version"] == "1.37.0"
+    assert "## Cluster" in (run_dir / "preflight.md").read_text()
+    assert result["changed"] is True

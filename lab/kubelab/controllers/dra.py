@@ -1,0 +1,553 @@
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Dynamic Resource Allocation in the lab: the NVIDIA GPU kubelet plugin, the claim controller, the
+device-taint eviction controller, and the device allocator that the scheduler's ``DraScheduling`` uses.
+
+* ``DraDriverController`` (the ``gpu.nvidia.com`` kubelet plugin of every node): a Node labelled
+  ``kubelab.gpufleet.io/gpu-backend`` = ``dra`` or ``both`` that is Ready gets one ResourceSlice
+  (``generateName <node>-gpu.nvidia.com-``, owned by the Node; pool = node name, generation bumped
+  on every change) with a device ``gpu-<index>`` per GPU of the annotation
+  ``kubelab.gpufleet.io/gpus`` (JSON list of ``{uuid, name, pci_bus_id, numa_node, memory_mib,
+  mig_mode, index, device_id}``, optional ``mig_devices: [{uuid, profile, memory_mib}]`` and
+  ``taints``), attributes as deviceinfo.go publishes them. A GPU with ``mig_mode: enabled`` is
+  published as its MIG devices (``gpu-<index>-mig-<profile>-<n>``, ``type: mig``) only. GFD's node
+  labels ``nvidia.com/cuda.driver.major|minor|rev`` (else ``nvidia.com/cuda.driver-version.full``,
+  else 580.95.05) give ``driverVersion``; ``cudaDriverVersion`` follows from the driver branch. Slices go
+  when the node goes, leaves DRA or is not Ready, and come back when it is Ready again.
+* ``ResourceClaimController`` (kube-controller-manager's resourceclaim controller): drops
+  ``reservedFor`` entries of pods that are gone or finished, clears ``status.allocation`` of a claim
+  reserved for nobody, deletes generated claims of such pods, and removes the
+  ``resource.kubernetes.io/delete-protection`` finalizer of a deleted claim once deallocated.
+* ``DeviceTaintEvictionController``: pods holding a device with an untolerated NoExecute taint (from
+  a DeviceTaintRule or the slice) are marked DisruptionTarget and deleted; each rule's status gets
+  an ``EvictionInProgress`` condition. ``tolerationSeconds`` is not honoured (tolerated for good).
+
+``lab.claim_timings[(namespace, name)]`` holds monotonic seconds of ``created``, ``allocated``,
+``prepared`` (the plugin saw the pod on its node), ``pod_started``, ``deallocated`` and ``deleted``.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import time
+
+from kubelab import cel
+from kubelab.controllers import Controller
+from kubelab.controllers.common import (meta, node_ready, set_condition, spec, status, terminating, tolerates,
+                                        write_status)
+from kubelab.errors import ApiError
+
+DRIVER = "gpu.nvidia.com"
+BACKEND_LABEL = "kubelab.gpufleet.io/gpu-backend"
+GPUS_ANNOTATION = "kubelab.gpufleet.io/gpus"
+DRIVER_VERSION_LABEL = "nvidia.com/cuda.driver-version.full"
+DEFAULT_DRIVER_VERSION = "580.95.05"
+FINALIZER = "resource.kubernetes.io/delete-protection"
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
+NO_FIT = "cannot allocate all claims"
+# productName fragment -> (architecture, CUDA compute capability)
+_ARCH = (("GB200", "Blackwell", "10.0"), ("B200", "Blackwell", "10.0"), ("H200", "Hopper", "9.0"),
+         ("H100", "Hopper", "9.0"), ("H800", "Hopper", "9.0"), ("L40", "Ada Lovelace", "8.9"),
+         ("L4", "Ada Lovelace", "8.9"), ("A100", "Ampere", "8.0"), ("A30", "Ampere", "8.0"),
+         ("A10", "Ampere", "8.6"), ("T4", "Turing", "7.5"), ("V100", "Volta", "7.0"))
+_CUDA = {580: "13.0.0", 575: "12.9.0", 570: "12.8.0", 565: "12.7.0", 560: "12.6.0", 555: "12.5.0", 550: "12.4.0"}
+
+
+def timings(lab, namespace: str, name: str) -> dict:
+    table = getattr(lab, "claim_timings", None)
+    if table is None:
+        table = lab.claim_timings = {}
+    return table.setdefault((namespace, name), {})
+
+
+def mark(lab, namespace: str, name: str, what: str, once: bool = True) -> None:
+    entry = timings(lab, namespace, name)
+    if not once or what not in entry:
+        entry[what] = time.monotonic()
+
+
+def semver(text: str) -> str:
+    parts = [str(int(p)) if p.isdigit() else p for p in str(text).split(".")][:3]
+    return ".".join(parts + ["0"] * (3 - len(parts)))
+
+
+def backend(node: dict) -> str:
+    return (meta(node).get("labels") or {}).get(BACKEND_LABEL, "")
+
+
+# -- the kubelet plugin ----------------------------------------------------------------------------
+
+def _bdf(text: str) -> tuple[str, str]:
+    """nvidia-smi's ``00000000:18:00.0`` -> (``0000:18:00.0``, pcieRoot ``pci0000:18``)."""
+    parts = str(text or "0000:00:00.0").lower().split(":")
+    if len(parts) == 2:
+        parts.insert(0, "0000")
+    domain = parts[0][-4:].rjust(4, "0")
+    return "%s:%s" % (domain, ":".join(parts[1:])), "pci%s:%s" % (domain, parts[1])
+
+
+def _attributes(gpu: dict, kind: str, versions: dict) -> dict:
+    name = str(gpu.get("name") or "")
+    arch, compute = next(((a, c) for frag, a, c in _ARCH if frag in name.upper()), ("Unknown", "0.0"))
+    bus_id, root = _bdf(gpu.get("pci_bus_id"))
+    attrs = {"type": {"string": kind}, "uuid": {"string": str(gpu.get("uuid", ""))}, "productName": {"string": name},
+             "brand": {"string": "Nvidia"}, "architecture": {"string": arch},
+             "cudaComputeCapability": {"version": semver(compute)}, "driverVersion": {"version": versions["driver"]},
+             "cudaDriverVersion": {"version": versions["cuda"]},
+             "resource.kubernetes.io/pciBusID": {"string": bus_id}, "resource.kubernetes.io/pcieRoot": {"string": root}}
+    if isinstance(gpu.get("numa_node"), int) and gpu["numa_node"] >= 0:
+        attrs["resource.kubernetes.io/numaNode"] = {"int": gpu["numa_node"]}
+    return attrs
+
+
+def node_devices(node: dict) -> list:
+    """The devices the plugin publishes for ``node`` (raises ValueError on a malformed annotation)."""
+    raw = (meta(node).get("annotations") or {}).get(GPUS_ANNOTATION) or "[]"
+    gpus = json.loads(raw)
+    if not isinstance(gpus, list):
+        raise ValueError("%s is not a list" % GPUS_ANNOTATION)
+    labels = meta(node).get("labels") or {}
+    gfd = [labels.get("nvidia.com/cuda.driver.%s" % part) for part in ("major", "minor", "rev")]
+    driver = semver(".".join(p for p in gfd if p) if all(p and p.isdigit() for p in gfd[:2])
+                    else labels.get(DRIVER_VERSION_LABEL) or DEFAULT_DRIVER_VERSION)
+    versions = {"driver": driver, "cuda": _CUDA.get(int(driver.split(".", 1)[0]), "12.0.0")}
+    devices = []
+    for position, gpu in enumerate(gpus):
+        index = int(gpu.get("index", position))
+        if str(gpu.get("mig_mode", "")).lower() == "enabled":
+            for number, mig in enumerate(gpu.get("mig_devices") or []):
+                profile = str(mig.get("profile", ""))
+                attrs = _attributes(gpu, "mig", versions)
+                attrs.update(uuid={"string": str(mig.get("uuid", ""))}, parentUUID={"string": str(gpu.get("uuid", ""))},
+                             profile={"string": profile})
+                short = "".join(c for c in profile.lower() if c.isalnum())
+                device = {"name": "gpu-%d-mig-%s-%d" % (index, short, number), "attributes": attrs, "capacity": {}}
+                if mig.get("memory_mib"):
+                    device["capacity"]["memory"] = {"value": "%dMi" % int(mig["memory_mib"])}
+                devices.append(device)
+            continue
+        device = {"name": "gpu-%d" % index, "attributes": _attributes(gpu, "gpu", versions),
+                  "capacity": {"memory": {"value": "%dMi" % int(gpu.get("memory_mib") or 0)}}}
+        if gpu.get("taints"):
+            device["taints"] = copy.deepcopy(gpu["taints"])
+        devices.append(device)
+    return devices
+
+
+class DraDriverController(Controller):
+    resync_seconds = 1.0
+
+    def __init__(self, lab):
+        super().__init__(lab)
+        self.nodes = self.rtype("", "v1", "nodes")
+        self.slices = self.rtype("resource.k8s.io", "v1", "resourceslices")
+        self.claims = self.rtype("resource.k8s.io", "v1", "resourceclaims")
+        self.pods = self.rtype("", "v1", "pods")
+
+    def reconcile(self) -> None:
+        nodes = {meta(n)["name"]: n for n in self.api.list(self.nodes, None)["items"]}
+        mine: dict = {}
+        for item in self.api.list(self.slices, None)["items"]:
+            if spec(item).get("driver") == DRIVER and spec(item).get("nodeName"):
+                mine.setdefault(spec(item)["nodeName"], []).append(item)
+        serving = set()
+        for name, node in nodes.items():
+            if backend(node) not in ("dra", "both") or not node_ready(node) or terminating(node):
+                continue
+            try:
+                devices = node_devices(node)
+            except (ValueError, TypeError, AttributeError) as exc:
+                problem = "DraDriverController: node %s: bad %s: %s" % (name, GPUS_ANNOTATION, exc)
+                if problem not in self.lab.controller_errors:
+                    self.lab.controller_errors.append(problem)
+                continue
+            serving.add(name)
+            self._publish(node, devices, mine.get(name, []))
+        for name, items in mine.items():
+            if name not in serving:
+                for item in items:
+                    self._delete(item)
+        self._prepared(nodes, serving)
+
+    def _publish(self, node: dict, devices: list, existing: list) -> None:
+        name = meta(node)["name"]
+        keep = existing[0] if existing else None
+        for extra in existing[1:]:
+            self._delete(extra)
+        if keep is None:
+            body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                    "metadata": {"generateName": "%s-%s-" % (name, DRIVER),
+                                 "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name,
+                                                      "uid": meta(node)["uid"], "controller": True}]},
+                    "spec": {"driver": DRIVER, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                             "nodeName": name, "devices": devices}}
+            self.api.create(self.slices, None, body, field_manager="kubelet")
+            return
+        pool = spec(keep).get("pool") or {}
+        if spec(keep).get("devices") == devices and pool.get("name") == name:
+            return
+        body = copy.deepcopy(keep)
+        body["spec"].update(devices=devices, pool={"name": name, "generation": int(pool.get("generation") or 0) + 1,
+                                                   "resourceSliceCount": 1})
+        self.api.update(self.slices, None, meta(keep)["name"], body, field_manager="kubelet")
+
+    def _delete(self, item: dict) -> None:
+        try:
+            self.api.delete(self.slices, None, meta(item)["name"], {"preconditions": {"uid": meta(item)["uid"]}})
+        except ApiError as exc:
+            if exc.code not in (404, 409):
+                raise
+
+    def _prepared(self, nodes: dict, serving: set) -> None:
+        """NodePrepareResources: a claim of ours reserved for a pod bound to a node we serve."""
+        pods = {meta(p).get("uid"): p for p in self.api.list(self.pods, None)["items"]}
+        for claim in self.api.list(self.claims, None)["items"]:
+            results = (((status(claim).get("allocation") or {}).get("devices") or {}).get("results") or [])
+            if not any(r.get("driver") == DRIVER for r in results):
+                continue
+            for ref in status(claim).get("reservedFor") or []:
+                pod = pods.get(ref.get("uid"))
+                if pod is not None and spec(pod).get("nodeName") in serving:
+                    mark(self.lab, meta(claim)["namespace"], meta(claim)["name"], "prepared")
+
+
+# -- devices, taints and the allocator -------------------------------------------------------------
+
+class AllocationError(Exception):
+    """The pod's claims cannot be allocated on a node; the message is the reason."""
+
+
+class Unresolvable(Exception):
+    """The pod cannot be scheduled anywhere yet (a missing claim or template)."""
+
+
+class Dev:
+    __slots__ = ("driver", "pool", "name", "device", "key", "env")
+
+    def __init__(self, driver: str, pool: str, device: dict):
+        self.driver, self.pool, self.name, self.device = driver, pool, device.get("name", ""), device
+        self.key = (driver, pool, self.name)
+        self.env = cel.device_env(driver, device)
+
+    def attribute(self, qualified_name: str):
+        domain, short = cel.qualified(self.driver, qualified_name)
+        return self.env["attributes"][domain].get(short)
+
+
+def selectors_match(selectors: list, dev: Dev) -> bool:
+    for selector in selectors or []:
+        expression = ((selector or {}).get("cel") or {}).get("expression")
+        if expression is None:
+            raise AllocationError("unsupported selector %s" % json.dumps(selector))
+        if not cel.device_matches(expression, dev.env):
+            return False
+    return True
+
+
+class DeviceView:
+    """Slices, classes, claims and taint rules read once; shared by the allocator and the evictor."""
+
+    def __init__(self, api, registry):
+        def items(plural):
+            return api.list(registry.get("resource.k8s.io", "v1", plural), None)["items"]
+        self.classes = {meta(c)["name"]: c for c in items("deviceclasses")}
+        self.claims = {(meta(c)["namespace"], meta(c)["name"]): c for c in items("resourceclaims")}
+        self.rules = items("devicetaintrules")
+        self.by_node: dict = {}
+        self.by_key: dict = {}
+        shared = []
+        for item in items("resourceslices"):
+            pool = (spec(item).get("pool") or {}).get("name", "")
+            devs = [Dev(spec(item).get("driver", ""), pool, d) for d in spec(item).get("devices") or []]
+            for dev in devs:
+                self.by_key[dev.key] = dev
+            if spec(item).get("nodeName"):
+                self.by_node.setdefault(spec(item)["nodeName"], []).extend(devs)
+            elif spec(item).get("allNodes"):
+                shared.extend(devs)
+        self.shared = shared
+        self.in_use = set()
+        for claim in self.claims.values():
+            self.in_use.update(claim_devices(claim))
+
+    def devices(self, node: str) -> list:
+        return self.by_node.get(node, []) + self.shared
+
+    def taints(self, dev: Dev) -> list:
+        """The device's taints: its own in the slice plus those of matching DeviceTaintRules."""
+        found = [t for t in dev.device.get("taints") or [] if isinstance(t, dict)]
+        for rule in self.rules:
+            sel = spec(rule).get("deviceSelector") or {}
+            wanted = (("driver", dev.driver), ("pool", dev.pool), ("device", dev.name))
+            if any(sel.get(k) and sel[k] != v for k, v in wanted):
+                continue
+            if sel.get("deviceClassName"):
+                cls = self.classes.get(sel["deviceClassName"])
+                try:
+                    if cls is None or not selectors_match(spec(cls).get("selectors"), dev):
+                        continue
+                except (cel.CelError, AllocationError):
+                    continue
+            taint = dict(spec(rule).get("taint") or {})
+            taint["rule"] = meta(rule)["name"]
+            found.append(taint)
+        return found
+
+
+def claim_devices(claim: dict) -> set:
+    """(driver, pool, device) of a claim's allocation, admin-access results excluded."""
+    results = ((status(claim).get("allocation") or {}).get("devices") or {}).get("results") or []
+    return {(r.get("driver"), r.get("pool"), r.get("device")) for r in results if not r.get("adminAccess")}
+
+
+def _alternatives(request: dict) -> list:
+    if request.get("exactly") is not None:
+        return [(request.get("name", ""), request["exactly"])]
+    subs = request.get("firstAvailable") or []
+    if not subs:
+        raise AllocationError("request %s has neither exactly nor firstAvailable" % request.get("name"))
+    return [("%s/%s" % (request.get("name", ""), s.get("name", "")), s) for s in subs]
+
+
+class Allocator:
+    """Picks devices of one node for a set of claims (their ``spec.devices``), all or nothing."""
+
+    LIMIT = 20000  # combinations tried before giving up
+
+    def __init__(self, view: DeviceView, node: str):
+        self.view, self.node = view, node
+        self.devices = view.devices(node)
+        self.tries = 0
+
+    def candidates(self, wanted: dict) -> list:
+        cls = self.view.classes.get(wanted.get("deviceClassName", ""))
+        if cls is None:
+            raise AllocationError("device class %s does not exist" % wanted.get("deviceClassName"))
+        found = []
+        for dev in self.devices:
+            if not selectors_match(spec(cls).get("selectors"), dev) or not selectors_match(wanted.get("selectors"), dev):
+                continue
+            if any(t.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(wanted.get("tolerations"), t)
+                   for t in self.view.taints(dev)):
+                continue
+            found.append(dev)
+        return found
+
+    def allocate(self, claim_specs: list) -> list | None:
+        """Per claim spec: ``[(request name, exactly, Dev), ...]``; None when nothing fits."""
+        slots = []
+        for index, claim_spec in enumerate(claim_specs):
+            for request in (claim_spec.get("devices") or {}).get("requests") or []:
+                slots.append((index, _alternatives(request)))
+        chosen: list = []
+        if not self._search(slots, 0, chosen, claim_specs):
+            return None
+        out: list = [[] for _spec in claim_specs]
+        for index, name, wanted, dev in chosen:
+            out[index].append((name, wanted, dev))
+        return out
+
+    def _search(self, slots: list, position: int, chosen: list, claim_specs: list) -> bool:
+        if position == len(slots):
+            return True
+        index, alternatives = slots[position]
+        used = {dev.key for _i, _n, w, dev in chosen if not w.get("adminAccess")}
+        for name, wanted in alternatives:
+            admin = bool(wanted.get("adminAccess"))
+            devs = self.candidates(wanted)
+            free = [d for d in devs if admin or (d.key not in used and d.key not in self.view.in_use)]
+            if (wanted.get("allocationMode") or "ExactCount") == "All":
+                combos = [free] if free and len(free) == len(devs) else []
+            else:
+                count = int(wanted.get("count") or 1)
+                combos = itertools.combinations(free, count) if 0 < count <= len(free) else []
+            for combo in combos:
+                self.tries += 1
+                if self.tries > self.LIMIT:
+                    return False
+                added = [(index, name, wanted, dev) for dev in combo]
+                chosen.extend(added)
+                if self._constraints_hold(claim_specs[index], [c for c in chosen if c[0] == index]) and \
+                        self._search(slots, position + 1, chosen, claim_specs):
+                    return True
+                del chosen[len(chosen) - len(added):]
+        return False
+
+    @staticmethod
+    def _constraints_hold(claim_spec: dict, picks: list) -> bool:
+        for constraint in (claim_spec.get("devices") or {}).get("constraints") or []:
+            names = constraint.get("requests") or []
+            devs = [dev for _i, name, _w, dev in picks if not names or name in names or name.split("/")[0] in names]
+            for field, distinct in (("matchAttribute", False), ("distinctAttribute", True)):
+                attribute = constraint.get(field)
+                if not attribute or not devs:
+                    continue
+                values = [dev.attribute(attribute) for dev in devs]
+                if any(v is None for v in values):
+                    return False
+                keys = [v.key if isinstance(v, cel.Semver) else v for v in values]
+                if (len(set(keys)) != len(keys)) if distinct else len(set(keys)) > 1:
+                    return False
+        return True
+
+
+def allocation_status(view: DeviceView, claim_spec: dict, picks: list, node: str) -> dict:
+    results, config, requests = [], [], []
+    for name, wanted, dev in picks:
+        result = {"request": name, "driver": dev.driver, "pool": dev.pool, "device": dev.name}
+        if wanted.get("adminAccess"):
+            result["adminAccess"] = True
+        if wanted.get("tolerations"):
+            result["tolerations"] = copy.deepcopy(wanted["tolerations"])
+        results.append(result)
+        requests.append(name)
+        cls = view.classes.get(wanted.get("deviceClassName", "")) or {}
+        for entry in spec(cls).get("config") or []:
+            config.append(dict(copy.deepcopy(entry), source="FromClass", requests=[name]))
+    for entry in (claim_spec.get("devices") or {}).get("config") or []:
+        config.append(dict(copy.deepcopy(entry), source="FromClaim"))
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    return {"devices": {"results": results, "config": config}, "nodeSelector": {"nodeSelectorTerms": [term]}}
+
+
+# -- kube-controller-manager: resourceclaim controller and device-taint eviction -------------------
+
+def _pod_done(pod: dict | None, uid: str | None) -> bool:
+    return pod is None or meta(pod).get("uid") != uid or status(pod).get("phase") in ("Succeeded", "Failed")
+
+
+def generated_for(claim: dict) -> dict | None:
+    """The owning Pod reference of a claim made from a template or for extended resources."""
+    for ref in meta(claim).get("ownerReferences") or []:
+        if ref.get("kind") == "Pod" and ref.get("controller"):
+            return ref
+    return None
+
+
+class ResourceClaimController(Controller):
+    resync_seconds = 0.5
+
+    def __init__(self, lab):
+        super().__init__(lab)
+        self.pods = self.rtype("", "v1", "pods")
+        self.claims = self.rtype("resource.k8s.io", "v1", "resourceclaims")
+
+    def reconcile(self) -> None:
+        # Claims before pods: every pod a listed claim names existed when the pods are listed.
+        claims = self.api.list(self.claims, None)["items"]
+        pods = {(meta(p)["namespace"], meta(p)["name"]): p for p in self.api.list(self.pods, None)["items"]}
+        for claim in claims:
+            try:
+                self._sync(claim, pods)
+            except ApiError as exc:
+                if exc.code not in (404, 409):
+                    raise
+        alive = {(meta(c)["namespace"], meta(c)["name"]) for c in claims}
+        for key, entry in list((getattr(self.lab, "claim_timings", None) or {}).items()):
+            if key not in alive and "created" in entry and "deleted" not in entry:
+                entry["deleted"] = time.monotonic()
+
+    def _sync(self, claim: dict, pods: dict) -> None:
+        ns, name = meta(claim)["namespace"], meta(claim)["name"]
+        mark(self.lab, ns, name, "created")
+        reserved = status(claim).get("reservedFor") or []
+        valid = [r for r in reserved if r.get("resource") != "pods"
+                 or not _pod_done(pods.get((ns, r.get("name"))), r.get("uid"))]
+        for ref in valid:
+            pod = pods.get((ns, ref.get("name")))
+            if pod is not None and status(pod).get("phase") == "Running":
+                mark(self.lab, ns, name, "pod_started")
+        allocated = bool(status(claim).get("allocation"))
+        if valid != reserved or (allocated and not valid):
+            new_status = copy.deepcopy(status(claim))
+            if valid:
+                new_status["reservedFor"] = valid
+            else:
+                for key in ("reservedFor", "allocation", "devices"):
+                    new_status.pop(key, None)
+            claim = write_status(self.api, self.claims, claim, new_status, "resourceclaim-controller")
+            if allocated and not valid:
+                mark(self.lab, ns, name, "deallocated", once=False)
+            allocated = bool(status(claim).get("allocation"))
+        owner = generated_for(claim)
+        if owner is not None and not terminating(claim) and not valid \
+                and _pod_done(pods.get((ns, owner.get("name"))), owner.get("uid")):
+            self.api.delete(self.claims, ns, name, {"preconditions": {"uid": meta(claim)["uid"]}})
+            return
+        if terminating(claim) and not allocated and FINALIZER in (meta(claim).get("finalizers") or []):
+            body = copy.deepcopy(claim)
+            body["metadata"]["finalizers"] = [f for f in meta(claim)["finalizers"] if f != FINALIZER]
+            self.api.update(self.claims, ns, name, body, field_manager="resourceclaim-controller")
+
+
+class DeviceTaintEvictionController(Controller):
+    resync_seconds = 0.5
+
+    def __init__(self, lab):
+        super().__init__(lab)
+        self.pods = self.rtype("", "v1", "pods")
+        self.rules = self.rtype("resource.k8s.io", "v1", "devicetaintrules")
+        self.deletions = 0  # device_taint_eviction_controller_pod_deletions_total
+
+    def reconcile(self) -> None:
+        view = DeviceView(self.api, self.registry)
+        if not view.rules and not any(d.device.get("taints") for d in view.by_key.values()):
+            return
+        pods = {(meta(p)["namespace"], meta(p)["name"]): p for p in self.api.list(self.pods, None)["items"]}
+        per_rule: dict = {}  # rule -> [pending, evicted or would-be-evicted]
+        for (ns, _name), claim in view.claims.items():
+            results = ((status(claim).get("allocation") or {}).get("devices") or {}).get("results") or []
+            for result in results:
+                dev = view.by_key.get((result.get("driver"), result.get("pool"), result.get("device")))
+                for taint in view.taints(dev) if dev is not None else []:
+                    if taint.get("effect") not in ("NoExecute", "None") or tolerates(result.get("tolerations"), taint):
+                        continue
+                    counts = per_rule.setdefault(taint.get("rule"), [0, 0])
+                    for ref in status(claim).get("reservedFor") or []:
+                        pod = pods.get((ns, ref.get("name")))
+                        if pod is None or meta(pod).get("uid") != ref.get("uid"):
+                            continue
+                        counts[1] += 1
+                        if taint["effect"] == "NoExecute":
+                            counts[0] += 1
+                            self._evict(pod, taint)
+        for rule in view.rules:
+            self._rule_status(rule, per_rule.get(meta(rule)["name"], [0, 0]))
+
+    def _evict(self, pod: dict, taint: dict) -> None:
+        if terminating(pod):
+            return
+        new_status = copy.deepcopy(status(pod))
+        new_status["conditions"] = set_condition(new_status.get("conditions"), "DisruptionTarget", "True",
+                                                 "DeletionByDeviceTaintManager", "Device Taint manager: deleting due "
+                                                 "to NoExecute taint %s" % taint.get("key"))
+        try:
+            write_status(self.api, self.pods, pod, new_status, "device-taint-eviction-controller")
+            self.api.delete(self.pods, meta(pod)["namespace"], meta(pod)["name"],
+                            {"preconditions": {"uid": meta(pod)["uid"]}})
+            self.deletions += 1
+        except ApiError as exc:
+            if exc.code not in (404, 409):
+                raise
+
+    def _rule_status(self, rule: dict, counts: list) -> None:
+        effect = (spec(rule).get("taint") or {}).get("effect")
+        if effect == "None":
+            args = ("False", "NoEffect", "%d pods would be evicted" % counts[1])
+        elif counts[0]:
+            args = ("True", "PodsPendingEviction", "%d pods are pending eviction" % counts[0])
+        else:
+            args = ("False", "Completed" if effect == "NoExecute" else "NoEffect", "no pods are pending eviction")
+        new_status = copy.deepcopy(status(rule))
+        new_status["conditions"] = set_condition(new_status.get("conditions"), "EvictionInProgress", *args)
+        for cond in new_status["conditions"]:
+            cond.setdefault("observedGeneration", meta(rule).get("generation", 1))
+        try:
+            write_status(self.api, self.rules, rule, new_status, "device-taint-eviction-controller")
+        except ApiError as exc:
+            if exc.code not in (404, 409):
+                raise

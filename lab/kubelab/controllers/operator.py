@@ -1,0 +1,256 @@
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The NVIDIA GPU Operator, as far as an upgrade gate sees it (docs: /work/shared/DOMAIN.md §1).
+
+It acts once the CRDs are served and a ``ClusterPolicy`` (``nvidia.com/v1``, ``cluster-policy``) or
+a ``GPUCluster`` (``nvidia.com/v1alpha1``, ``gpu-cluster``) exists; both are cluster-scoped. The
+operands go to the operator's namespace (that of a Deployment ``gpu-operator``, else
+``gpu-operator``), owned by the CR (deleting it garbage-collects them):
+
+* ClusterPolicy: DaemonSets ``nvidia-device-plugin-daemonset``, ``nvidia-operator-validator``,
+  ``nvidia-container-toolkit-daemonset``, ``gpu-feature-discovery``;
+* GPUCluster: DaemonSets ``nvidia-dra-driver-kubelet-plugin``, ``nvidia-dra-validator``,
+  ``nvidia-dcgm-exporter-dra`` and the Deployment ``nvidia-dra-driver-controller``; once ready, the
+  DeviceClasses ``gpu.nvidia.com``, ``mig.nvidia.com``, ``vfio.gpu.nvidia.com`` (no
+  ``extendedResourceName``, as the operator manages them).
+
+DaemonSets select ``nvidia.com/gpu.present=true`` nodes. Images come from the CR's spec
+(``spec.<component>.{repository,image,version}``) or the v26.7.0 defaults. ``status``: ``state``
+``ready`` with Ready=True/Reconciled (Error=False) once every operand's pods are Ready (and stayed so
+``operator_ready_seconds``); else ``notReady`` with Ready=False and Error=True, reason
+``OperandNotReady`` (no GPU nodes, pods not ready, fault ``operator_never_ready``) or
+``PrerequisiteNotMet`` when both CRs exist.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+from kubelab.controllers import Controller
+from kubelab.controllers.common import meta, owner_reference, set_condition, spec, stable_hash, status
+from kubelab.errors import ApiError
+
+MANAGER = "gpu-operator"
+DEFAULT_NAMESPACE = "gpu-operator"
+HASH_ANNOTATION = "kubelab.gpufleet.io/operand-hash"
+GPU_NODE_SELECTOR = {"nvidia.com/gpu.present": "true"}
+# component: (spec key, default repository, image, version)
+IMAGES = {
+    "device-plugin": ("devicePlugin", "nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0"),
+    "gfd": ("gfd", "nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0"),
+    "validator": ("validator", "nvcr.io/nvidia/cloud-native", "gpu-operator-validator", "v26.7.0"),
+    "toolkit": ("toolkit", "nvcr.io/nvidia/k8s", "container-toolkit", "v1.20.0"),
+    "dra-driver": ("draDriver", "nvcr.io/nvidia", "dra-driver-nvidia-gpu", "v0.5.0"),
+    "dcgm-exporter": ("dcgmExporter", "nvcr.io/nvidia/k8s", "dcgm-exporter", "v26.7.0"),
+}
+CLUSTER_POLICY_OPERANDS = (("DaemonSet", "nvidia-device-plugin-daemonset", "device-plugin"),
+                           ("DaemonSet", "nvidia-operator-validator", "validator"),
+                           ("DaemonSet", "nvidia-container-toolkit-daemonset", "toolkit"),
+                           ("DaemonSet", "gpu-feature-discovery", "gfd"))
+GPU_CLUSTER_OPERANDS = (("DaemonSet", "nvidia-dra-driver-kubelet-plugin", "dra-driver"),
+                        ("Deployment", "nvidia-dra-driver-controller", "dra-driver"),
+                        ("DaemonSet", "nvidia-dra-validator", "validator"),
+                        ("DaemonSet", "nvidia-dcgm-exporter-dra", "dcgm-exporter"))
+VALIDATOR_INITS = ("driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation")
+DEVICE_CLASSES = {"gpu.nvidia.com": "gpu", "mig.nvidia.com": "mig", "vfio.gpu.nvidia.com": "vfio"}
+
+
+def image(cr: dict, component: str) -> str:
+    key, repository, name, version = IMAGES[component]
+    config = spec(cr).get(key) or {}
+    repository = config.get("repository") or repository
+    name = config.get("image") or name
+    version = str(config.get("version") or version)
+    if "/" in name and not config.get("repository"):
+        ref = name
+    else:
+        ref = "%s/%s" % (repository.rstrip("/"), name)
+    return ref + ("@" + version if version.startswith("sha256:") else ":" + version)
+
+
+def enabled(cr: dict, component: str) -> bool:
+    return (spec(cr).get(IMAGES[component][0]) or {}).get("enabled", True) is not False
+
+
+def _pod_template(name: str, cr: dict, component: str, gpu_nodes: bool) -> dict:
+    container = {"name": name, "image": image(cr, component), "imagePullPolicy": "IfNotPresent"}
+    pod_spec = {"containers": [container], "serviceAccountName": name, "priorityClassName": "system-node-critical",
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+    if gpu_nodes:
+        pod_spec["nodeSelector"] = dict(GPU_NODE_SELECTOR)
+    if name == "nvidia-operator-validator":
+        pod_spec["initContainers"] = [{"name": init, "image": container["image"]} for init in VALIDATOR_INITS]
+    return {"metadata": {"labels": {"app": name, "app.kubernetes.io/part-of": "gpu-operator"}}, "spec": pod_spec}
+
+
+def operand(kind: str, name: str, component: str, cr: dict, namespace: str) -> dict:
+    """The DaemonSet or Deployment ``name`` for ``cr``."""
+    template = _pod_template(name, cr, component, kind == "DaemonSet")
+    body = {"selector": {"matchLabels": {"app": name}}, "template": template}
+    if kind == "DaemonSet":
+        body["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "1"}}
+    else:
+        body["replicas"] = 1
+    obj = {"apiVersion": "apps/v1", "kind": kind,
+           "metadata": {"name": name, "namespace": namespace,
+                        "labels": {"app": name, "app.kubernetes.io/managed-by": "gpu-operator"},
+                        "annotations": {HASH_ANNOTATION: stable_hash(body)},
+                        "ownerReferences": [owner_reference(cr)]},
+           "spec": body}
+    return obj
+
+
+def operand_ready(obj: dict) -> tuple[bool, str]:
+    """(ready, why not) for an operand DaemonSet or Deployment."""
+    st, name = status(obj), meta(obj)["name"]
+    if st.get("observedGeneration", 0) < meta(obj).get("generation", 1):
+        return False, "%s: not observed yet" % name
+    if obj["kind"] == "Deployment":
+        want = spec(obj).get("replicas", 1)
+        if st.get("readyReplicas", 0) < want or st.get("updatedReplicas", 0) < want:
+            return False, "%s: %d/%d replicas ready" % (name, st.get("readyReplicas", 0), want)
+        return True, ""
+    desired = st.get("desiredNumberScheduled", 0)
+    if desired == 0:
+        return False, "%s: no GPU nodes (no node labelled nvidia.com/gpu.present=true)" % name
+    if st.get("numberReady", 0) < desired or st.get("updatedNumberScheduled", 0) < desired:
+        return False, "%s: %d/%d pods ready" % (name, st.get("numberReady", 0), desired)
+    return True, ""
+
+
+class GpuOperatorController(Controller):
+    watches = ("ClusterPolicy", "GPUCluster", "DaemonSet", "Deployment")
+    resync_seconds = 0.5
+
+    def __init__(self, lab):
+        super().__init__(lab)
+        self.kinds = {"DaemonSet": self.rtype("apps", "v1", "daemonsets"),
+                      "Deployment": self.rtype("apps", "v1", "deployments")}
+        self.ready_since: dict = {}
+
+    def _crs(self, version: str, plural: str) -> tuple:
+        rtype = self.rtype("nvidia.com", version, plural)
+        if rtype is None:
+            return None, []
+        return rtype, self.api.list(rtype, None)["items"]
+
+    def reconcile(self) -> None:
+        cp_type, policies = self._crs("v1", "clusterpolicies")
+        gc_type, clusters = self._crs("v1alpha1", "gpuclusters")
+        live = [(cp_type, cr, CLUSTER_POLICY_OPERANDS) for cr in policies if not meta(cr).get("deletionTimestamp")]
+        live += [(gc_type, cr, GPU_CLUSTER_OPERANDS) for cr in clusters if not meta(cr).get("deletionTimestamp")]
+        if policies and clusters:
+            names = "ClusterPolicy %s and GPUCluster %s" % (
+                ", ".join(meta(c)["name"] for c in policies), ", ".join(meta(c)["name"] for c in clusters))
+            for rtype, cr, _operands in live:
+                self._status(rtype, cr, False, "PrerequisiteNotMet",
+                             "%s both exist; it is an invalid configuration for both CRs to exist: delete one" % names)
+            return
+        namespace = self._namespace() if live else DEFAULT_NAMESPACE
+        for rtype, cr, operands in live:
+            self._reconcile(rtype, cr, operands, namespace)
+
+    def _namespace(self) -> str:
+        deployments = self.api.list(self.kinds["Deployment"], None, field_selector="metadata.name=gpu-operator")["items"]
+        namespace = meta(deployments[0])["namespace"] if deployments else DEFAULT_NAMESPACE
+        ns_type = self.rtype("", "v1", "namespaces")
+        if self.store.get_or_none(ns_type, None, namespace) is None:
+            self.api.create(ns_type, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                            field_manager=MANAGER)
+        return namespace
+
+    def _reconcile(self, rtype, cr: dict, operands: tuple, namespace: str) -> None:
+        problems = []
+        for kind, name, component in operands:
+            if not enabled(cr, component):
+                continue
+            current = self._apply(kind, operand(kind, name, component, cr, namespace))
+            ready, why = operand_ready(current)
+            if not ready:
+                problems.append(why)
+        engine = getattr(self.lab, "fault_engine", None)
+        if engine is not None and engine.fault_active("operator_never_ready"):
+            problems.insert(0, "kubelab fault operator_never_ready: operands are held not ready")
+        uid = meta(cr)["uid"]
+        if problems:
+            self.ready_since.pop(uid, None)
+            self._status(rtype, cr, False, "OperandNotReady", "; ".join(problems), namespace)
+            return
+        since = self.ready_since.setdefault(uid, time.monotonic())
+        if time.monotonic() - since < self._knob("operator_ready_seconds"):
+            self._status(rtype, cr, False, "OperandNotReady", "operands are starting", namespace)
+            return
+        self._status(rtype, cr, True, "Reconciled", "", namespace)
+        if cr.get("kind") == "GPUCluster":
+            self._device_classes(cr)
+
+    def _knob(self, key: str) -> float:
+        try:
+            return float(self.lab.scenario.get(key, 0) or 0)
+        except (TypeError, ValueError):
+            return 0.0
+
+    def _apply(self, kind: str, desired: dict) -> dict:
+        rtype = self.kinds[kind]
+        name, namespace = desired["metadata"]["name"], desired["metadata"]["namespace"]
+        current = self.store.get_or_none(rtype, namespace, name)
+        if current is None:
+            return self.api.create(rtype, namespace, desired, field_manager=MANAGER)
+        want = desired["metadata"]["annotations"][HASH_ANNOTATION]
+        if (meta(current).get("annotations") or {}).get(HASH_ANNOTATION) == want:
+            return current
+        body = copy.deepcopy(current)
+        body["spec"] = desired["spec"]
+        body["metadata"].setdefault("annotations", {})[HASH_ANNOTATION] = want
+        written, _code = self.api.update(rtype, namespace, name, body, field_manager=MANAGER)
+        return written
+
+    def _status(self, rtype, cr: dict, ready: bool, reason: str, message: str, namespace: str | None = None) -> None:
+        new_status = copy.deepcopy(status(cr))
+        new_status["state"] = "ready" if ready else "notReady"
+        if namespace:
+            new_status["namespace"] = namespace
+        conditions = new_status.get("conditions")
+        if ready:
+            conditions = set_condition(conditions, "Ready", "True", "Reconciled", "%s is ready" % cr.get("kind"))
+            conditions = set_condition(conditions, "Error", "False", "Ready", "")
+        else:
+            conditions = set_condition(conditions, "Ready", "False", reason, message)
+            conditions = set_condition(conditions, "Error", "True", reason, message)
+        for cond in conditions:
+            cond.setdefault("reason", reason if not ready else "Ready")
+            cond.setdefault("message", "")
+            cond.setdefault("observedGeneration", meta(cr).get("generation", 1))
+            cond["observedGeneration"] = meta(cr).get("generation", 1)
+        new_status["conditions"] = conditions
+        if new_status == status(cr):
+            return
+        body = copy.deepcopy(cr)
+        body["status"] = new_status
+        sub = "status" if "status" in rtype.subresources else ""
+        try:
+            self.api.update(rtype, None, meta(cr)["name"], body, subresource=sub, field_manager=MANAGER)
+        except ApiError as exc:
+            if exc.code not in (404, 409):
+                raise
+
+    def _device_classes(self, cr: dict) -> None:
+        rtype = self.rtype("resource.k8s.io", "v1", "deviceclasses")
+        if rtype is None:
+            return
+        for name, kind in DEVICE_CLASSES.items():
+            expression = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == '%s'" % kind
+            desired_spec = {"selectors": [{"cel": {"expression": expression}}]}
+            current = self.store.get_or_none(rtype, None, name)
+            if current is None:
+                self.api.create(rtype, None, {
+                    "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                    "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "gpu-operator"},
+                                 "ownerReferences": [owner_reference(cr)]},
+                    "spec": desired_spec}, field_manager=MANAGER)
+            elif spec(current) != desired_spec or not meta(current).get("ownerReferences"):
+                body = copy.deepcopy(current)
+                body["spec"] = desired_spec
+                body["metadata"]["ownerReferences"] = [owner_reference(cr)]
+                self.api.update(rtype, None, name, body, field_manager=MANAGER)

@@ -1,0 +1,312 @@
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fault injection: what goes wrong in the lab cluster, from the scenario or at run time.
+
+A fault is a one-key mapping ``{<kind>: {params}}`` (JSON or YAML). Every kind takes ``after``
+(seconds before it starts, default 0) and ``seconds`` (how long it lasts; absent = until cleared),
+and the request-shaped kinds take ``count`` (how many requests it hits):
+
+==========================  =====================================================================
+``api_error``               ``code`` 429 | 500 | 503 (default 500), optional ``path`` (a regular
+                            expression searched in the URL path) and ``method`` (one or a list)
+``eviction``                evictions (POST pods/<name>/eviction): ``delay`` seconds (slow) and/or
+                            ``code`` 429 | 500 (failing)
+``reboot``                  ``node`` (required): NotReady for ``seconds`` (default 5), then Ready with
+                            a new bootID; ``comes_back: false`` = it never returns
+``dra_plugin_restart``      ``node`` (absent = every node): its ResourceSlices are withdrawn for
+                            ``seconds`` (default 2), then republished by the DRA part; prepared
+                            claims stay
+``claim_allocation_failure``  ``rate`` 0..1 (default 1): ``lab.fault_rate("claim_allocation")``
+``claim_leak``              ``lab.fault_active("claim_leak")``: claims are not deallocated
+``device_health_unknown``   ``node`` (required): Node condition GPUDeviceHealthy=Unknown and the
+                            taint ``kubelab.gpufleet.io/gpu-health=unknown:NoSchedule``
+``operator_never_ready``    the GPU Operator's CRs stay notReady (OperandNotReady)
+==========================  =====================================================================
+
+Run time: ``POST /kubelab/faults`` (one fault or a list; 201 with the stored faults and their ids),
+``GET /kubelab/faults``, ``DELETE /kubelab/faults`` (all) or ``/kubelab/faults/<id>``;
+``python -m kubelab fault --dir D --add '<json>' | --list | --clear``.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import re
+import threading
+import time
+
+from kubelab.controllers import Controller
+from kubelab.controllers.common import meta, set_condition, spec, status, write_status
+from kubelab.errors import ApiError
+
+KINDS = {
+    # kind: {param: type}; "after", "seconds" are common to all
+    "api_error": {"code": int, "count": int, "path": str, "method": (str, list)},
+    "eviction": {"delay": (int, float), "code": int, "count": int},
+    "reboot": {"node": str, "comes_back": bool},
+    "dra_plugin_restart": {"node": str},
+    "claim_allocation_failure": {"rate": (int, float)},
+    "claim_leak": {},
+    "device_health_unknown": {"node": str},
+    "operator_never_ready": {},
+}
+COMMON = {"after": (int, float), "seconds": (int, float)}
+REQUIRED = {"reboot": ("node",), "device_health_unknown": ("node",)}
+DEFAULT_SECONDS = {"reboot": 5.0, "dra_plugin_restart": 2.0}
+ALIASES = {"claim_allocation": "claim_allocation_failure"}
+ERROR_CODES = (429, 500, 503)
+HEALTH_CONDITION = "GPUDeviceHealthy"
+HEALTH_TAINT = "kubelab.gpufleet.io/gpu-health"
+_EVICTION = re.compile(r"/pods/[^/]+/eviction$")
+
+
+def validate_fault(fault) -> dict:
+    """``{kind: {params}}`` checked and normalised; ValueError names the field."""
+    if not isinstance(fault, dict) or len(fault) != 1:
+        raise ValueError("a fault is a mapping with one key, the kind (%s)" % ", ".join(KINDS))
+    kind, params = next(iter(fault.items()))
+    if kind not in KINDS:
+        raise ValueError("unknown fault kind %r (known: %s)" % (kind, ", ".join(KINDS)))
+    params = {} if params is None else params
+    if not isinstance(params, dict):
+        raise ValueError("%s: must be a mapping of parameters, got %r" % (kind, params))
+    allowed = dict(COMMON, **KINDS[kind])
+    for key, value in params.items():
+        if key not in allowed:
+            raise ValueError("%s.%s: unknown parameter (known: %s)" % (kind, key, ", ".join(sorted(allowed))))
+        if isinstance(value, bool) and allowed[key] is not bool or not isinstance(value, allowed[key]):
+            raise ValueError("%s.%s: wrong type %s (%r)" % (kind, key, type(value).__name__, value))
+    for key in REQUIRED.get(kind, ()):
+        if not params.get(key):
+            raise ValueError("%s.%s: is required" % (kind, key))
+    for key in ("after", "seconds", "delay"):
+        if key in params and params[key] < 0:
+            raise ValueError("%s.%s: must be >= 0, got %r" % (kind, key, params[key]))
+    if "count" in params and params["count"] < 1:
+        raise ValueError("%s.count: must be >= 1, got %r" % (kind, params["count"]))
+    if "code" in params and params["code"] not in ERROR_CODES:
+        raise ValueError("%s.code: must be one of %s, got %r" % (kind, ", ".join(map(str, ERROR_CODES)), params["code"]))
+    if "rate" in params and not 0 <= params["rate"] <= 1:
+        raise ValueError("%s.rate: must be between 0 and 1, got %r" % (kind, params["rate"]))
+    if "path" in params:
+        try:
+            re.compile(params["path"])
+        except re.error as exc:
+            raise ValueError("%s.path: not a regular expression: %s" % (kind, exc)) from exc
+    if isinstance(params.get("method"), list) and not all(isinstance(m, str) for m in params["method"]):
+        raise ValueError("%s.method: must be a string or a list of strings" % kind)
+    if kind == "eviction" and "delay" not in params and "code" not in params:
+        raise ValueError("eviction: give delay (slow evictions) and/or code (failing evictions)")
+    return {kind: copy.deepcopy(params)}
+
+
+class Fault:
+    def __init__(self, ident: int, spec_: dict, now: float):
+        self.id = ident
+        self.kind, self.params = next(iter(spec_.items()))
+        self.start = now + float(self.params.get("after", 0))
+        seconds = self.params.get("seconds", DEFAULT_SECONDS.get(self.kind))
+        if self.kind == "reboot" and self.params.get("comes_back") is False:
+            seconds = None
+        self.end = math.inf if seconds is None else self.start + float(seconds)
+        self.left = self.params.get("count")
+        self.hits = 0
+
+    def active(self, now: float) -> bool:
+        return self.start <= now < self.end and (self.left is None or self.left > 0)
+
+    def as_dict(self, now: float) -> dict:
+        return {"id": self.id, "kind": self.kind, "params": self.params, "active": self.active(now), "hits": self.hits,
+                "starts_in": max(0.0, round(self.start - now, 3)),
+                "ends_in": None if self.end == math.inf else max(0.0, round(self.end - now, 3))}
+
+
+class FaultEngine:
+    """The lab's faults; ``LabServer`` holds one as ``fault_engine`` and registers ``http_fault``."""
+
+    def __init__(self, lab, faults: list | None = None):
+        self.lab = lab
+        self.lock = threading.Lock()
+        self.faults: list[Fault] = []
+        self.ids = itertools.count(1)
+        self.boots: dict = {}  # node -> completed reboots (a new bootID each)
+        for fault in faults or []:
+            self.add(fault)
+
+    # -- management -----------------------------------------------------------------------------
+
+    def add(self, fault) -> list:
+        """Add one fault or a list of them (validated); returns their descriptions."""
+        items = fault if isinstance(fault, list) else [fault]
+        checked = [validate_fault(item) for item in items]
+        now = time.monotonic()
+        with self.lock:
+            added = [Fault(next(self.ids), item, now) for item in checked]
+            self.faults.extend(added)
+        self.lab_wake()
+        return [f.as_dict(now) for f in added]
+
+    def remove(self, ident: int | None = None) -> int:
+        """Drop fault ``ident`` (or all); a rebooting node comes back. Returns how many were dropped."""
+        with self.lock:
+            keep = [f for f in self.faults if ident is not None and f.id != ident]
+            gone = [f for f in self.faults if f not in keep]
+            self.faults = keep
+            for fault in gone:
+                if fault.kind == "reboot" and fault.active(time.monotonic()):
+                    self.boots[fault.params["node"]] = self.boots.get(fault.params["node"], 0) + 1
+        self.lab_wake()
+        return len(gone)
+
+    def describe(self) -> list:
+        now = time.monotonic()
+        with self.lock:
+            return [f.as_dict(now) for f in self.faults]
+
+    def lab_wake(self) -> None:
+        store = getattr(self.lab, "store", None)
+        if store is not None:
+            with store.changed:
+                store.changed.notify_all()
+
+    def active_faults(self, kind: str, node: str | None = None) -> list:
+        now = time.monotonic()
+        kind = ALIASES.get(kind, kind)
+        with self.lock:
+            return [f for f in self.faults if f.kind == kind and f.active(now)
+                    and (node is None or f.params.get("node") in (None, node))]
+
+    # -- what the lab's parts ask ---------------------------------------------------------------
+
+    def fault_active(self, kind: str, node: str | None = None) -> bool:
+        """Is a fault of ``kind`` active (for ``node``, when given: node-less faults apply to every node)?"""
+        return bool(self.active_faults(kind, node))
+
+    def fault_rate(self, kind: str) -> float:
+        """The failure rate (0..1) of ``kind`` now, e.g. ``fault_rate("claim_allocation")``."""
+        faults = self.active_faults(kind)
+        if not faults:
+            return 0.0
+        for fault in faults:
+            fault.hits += 1
+        return max(float(f.params.get("rate", 1.0)) for f in faults)
+
+    def nodes_down(self) -> set:
+        """Nodes rebooting now (or lost); the simulated kubelet reports them NotReady."""
+        self._count_boots()
+        return {f.params["node"] for f in self.active_faults("reboot")}
+
+    def boot_generation(self, node: str) -> int:
+        self._count_boots()
+        with self.lock:
+            return self.boots.get(node, 0)
+
+    def _count_boots(self) -> None:
+        now = time.monotonic()
+        with self.lock:
+            for fault in self.faults:
+                if fault.kind == "reboot" and fault.end <= now and not fault.params.get("_counted"):
+                    fault.params["_counted"] = True
+                    self.boots[fault.params["node"]] = self.boots.get(fault.params["node"], 0) + 1
+
+    def http_fault(self, method: str, path: str):
+        """A ``LabServer.faults`` callable: the ApiError to answer with, or None (after any delay)."""
+        if path.startswith("/kubelab/"):
+            return None
+        now = time.monotonic()
+        error, delay = None, 0.0
+        with self.lock:
+            for fault in self.faults:
+                if fault.kind not in ("api_error", "eviction") or not fault.active(now):
+                    continue
+                if fault.kind == "eviction" and not (method == "POST" and _EVICTION.search(path)):
+                    continue
+                if fault.kind == "api_error" and not _request_matches(fault.params, method, path):
+                    continue
+                if fault.left is not None:
+                    fault.left -= 1
+                fault.hits += 1
+                delay = max(delay, float(fault.params.get("delay", 0)))
+                if error is None and (fault.kind == "api_error" or "code" in fault.params):
+                    error = _error(fault.params.get("code", 500), fault.kind)
+        if delay:
+            time.sleep(delay)
+        return error
+
+
+def _request_matches(params: dict, method: str, path: str) -> bool:
+    methods = params.get("method")
+    if methods:
+        methods = [methods] if isinstance(methods, str) else methods
+        if method.upper() not in [m.upper() for m in methods]:
+            return False
+    return not params.get("path") or re.search(params["path"], path) is not None
+
+
+def _error(code: int, kind: str) -> ApiError:
+    if code == 429:
+        return ApiError(429, "TooManyRequests", "the server has received too many requests and has asked us to try "
+                        "again later (kubelab fault %s)" % kind, {"retryAfterSeconds": 1})
+    if code == 503:
+        return ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request (kubelab "
+                        "fault %s)" % kind, {})
+    return ApiError(500, "InternalError", "Internal error occurred: kubelab fault %s" % kind, {})
+
+
+class FaultController(Controller):
+    """Node-side effects: device health Unknown (condition + taint) and DRA plugin restarts (slices withdrawn)."""
+
+    watches = ("Node", "ResourceSlice")
+    resync_seconds = 0.25
+
+    def __init__(self, lab):
+        super().__init__(lab)
+        self.nodes = self.rtype("", "v1", "nodes")
+        self.marked: set = set()
+
+    def reconcile(self) -> None:
+        engine = getattr(self.lab, "fault_engine", None)
+        if engine is None:
+            return
+        for node in self.api.list(self.nodes, None)["items"]:
+            name = meta(node)["name"]
+            unhealthy = engine.fault_active("device_health_unknown", name)
+            if unhealthy or name in self.marked:
+                self._health(node, unhealthy)
+        restarting = engine.active_faults("dra_plugin_restart")
+        slices = self.rtype("resource.k8s.io", "v1", "resourceslices")
+        if restarting and slices is not None:
+            nodes = {f.params.get("node") for f in restarting}
+            for item in self.api.list(slices, None)["items"]:
+                if None in nodes or spec(item).get("nodeName") in nodes:
+                    try:
+                        self.api.delete(slices, None, meta(item)["name"])
+                    except ApiError as exc:
+                        if exc.code != 404:
+                            raise
+
+    def _health(self, node: dict, unhealthy: bool) -> None:
+        name = meta(node)["name"]
+        taints = [t for t in spec(node).get("taints") or [] if t.get("key") != HEALTH_TAINT]
+        if unhealthy:
+            taints.append({"key": HEALTH_TAINT, "value": "unknown", "effect": "NoSchedule"})
+            self.marked.add(name)
+        if taints != (spec(node).get("taints") or []):
+            body = copy.deepcopy(node)
+            body.setdefault("spec", {})["taints"] = taints
+            if not taints:
+                body["spec"].pop("taints")
+            node, _code = self.api.update(self.nodes, None, name, body, field_manager="kubelab-faults")
+        new_status = copy.deepcopy(status(node))
+        if unhealthy:
+            new_status["conditions"] = set_condition(
+                new_status.get("conditions"), HEALTH_CONDITION, "Unknown", "DeviceHealthTimeout",
+                "no device health update from the GPU driver within 30s (kubelab fault device_health_unknown)")
+        else:
+            new_status["conditions"] = set_condition(new_status.get("conditions"), HEALTH_CONDITION, "True",
+                                                     "DevicesHealthy", "all GPU devices report healthy")
+        write_status(self.api, self.nodes, node, new_status, "kubelab-faults")
+        if not unhealthy:
+            self.marked.discard(name)

@@ -1,0 +1,248 @@
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Recorded and constructed GPU node trees (root prefixes for ``gpu_node`` facts).
+
+``h200_tree(dest)`` unpacks the bundle recorded on the real H200 machine. ``build_tree(dest, spec)``
+writes a constructed tree of another shape from the real file formats: the templates below are
+copied from the H200 recording (tests/fixtures/nodes/h200-vm-raw/) and from public real outputs
+(the proprietary driver's version line), with only the values changed. ``materialize(name, dest)``
+does either by name (``h200-vm`` or a key of ``shapes()``).
+
+The lab (kubelab.gpunodes) builds its GPU nodes from these; ``tests/node_trees.py`` re-exports
+this module for the collection's tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURES = os.path.join(REPO, "tests", "fixtures")
+H200_NAME = "h200-vm"
+H200_BUNDLE = os.path.join(FIXTURES, "nodes", "h200-vm.tar.gz")
+
+# Real formats. Open module: the H200 machine's /proc/driver/nvidia/version. Proprietary module:
+# the widely published 535.129.03 line ("NVIDIA UNIX x86_64 Kernel Module  <ver>  <date>").
+DRIVER_VERSION_OPEN = (
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {version}  Release Build  (dvs-builder@U22-I3-AE18-23-3)  "
+    "Wed Apr 29 17:15:53 UTC 2026\nGCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04) \n")
+DRIVER_VERSION_PROPRIETARY = (
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Thu Oct 19 18:56:32 UTC 2023\n"
+    "GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04) \n")
+# The H200 machine's /proc/driver/nvidia/gpus/<bdf>/information, values substituted.
+GPU_INFORMATION = (
+    "Model: \t\t {name}\nIRQ:   \t\t {irq}\nGPU UUID: \t {uuid}\nVideo BIOS: \t 96.00.a5.00.1a\n"
+    "Bus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\nBus Location: \t {bdf}\n"
+    "Device Minor: \t {minor}\nGPU Firmware: \t {version}\nGPU Excluded:\t No\n")
+# The H200 machine's nvidia-smi CSV header (nvidia-smi --query-gpu=... --format=csv,nounits).
+SMI_HEADER = "index, pci.bus_id, pci.device_id, name, uuid, mig.mode.current, memory.total [MiB], driver_version\n"
+SMI_ARGV = ["/usr/bin/nvidia-smi",
+            "--query-gpu=index,pci.bus_id,pci.device_id,name,uuid,mig.mode.current,memory.total,driver_version",
+            "--format=csv,nounits"]
+# Real failure text of nvidia-smi when the kernel module is not loaded (exit status 9).
+SMI_NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+                 "Make sure that the latest NVIDIA driver is installed and running.\n\n")
+OS_RELEASE = 'PRETTY_NAME="{pretty}"\nNAME="{name}"\nVERSION_ID="{version_id}"\nID={id}\n'
+
+
+def collection_importable() -> None:
+    """Make ``ansible_collections.gpufleet.dra_gate`` importable (the checkout's .cache/collections link)."""
+    try:
+        import ansible_collections.gpufleet.dra_gate.plugins.module_utils  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+        return
+    except ImportError:
+        pass
+    collections = os.path.join(REPO, ".cache", "collections")
+    link = os.path.join(collections, "ansible_collections", "gpufleet", "dra_gate")
+    if not os.path.lexists(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        try:
+            os.symlink(os.path.join(os.pardir, os.pardir, os.pardir, os.pardir), link)
+        except FileExistsError:
+            pass
+    if collections not in sys.path:
+        sys.path.insert(0, collections)
+
+
+def h200_tree(dest):
+    """Unpack the bundle recorded on the real H200 machine into ``dest``; return ``dest``."""
+    collection_importable()
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_bundle import extract_bundle  # pylint: disable=import-outside-toplevel
+    extract_bundle(H200_BUNDLE, str(dest))
+    return str(dest)
+
+
+def _write(root, path, text, mode=0o644):
+    full = os.path.join(root, path.lstrip("/"))
+    if not os.path.isdir(os.path.dirname(full)):
+        os.makedirs(os.path.dirname(full))
+    with open(full, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(full, mode)
+    return full
+
+
+def _link(root, path, target):
+    full = os.path.join(root, path.lstrip("/"))
+    if not os.path.isdir(os.path.dirname(full)):
+        os.makedirs(os.path.dirname(full))
+    os.symlink(target, full)
+
+
+def _command(root, name, argv, rc, stdout, stderr=""):
+    _write(root, "/.gpufleet/commands/%s.json" % name,
+           json.dumps({"argv": argv, "rc": rc, "stdout": stdout, "stderr": stderr}, indent=2))
+
+
+def gpu(bdf, numa=None, iommu_group=None, kernel_driver="nvidia", name="NVIDIA H200", device="0x2335",
+        uuid=None, mig="Disabled", memory=143771):
+    """One GPU of a constructed tree (defaults: the H200 machine's GPU)."""
+    return {"bdf": bdf, "numa": numa, "iommu_group": iommu_group, "kernel_driver": kernel_driver,
+            "name": name, "device": device, "mig": mig, "memory": memory,
+            "uuid": uuid or "GPU-f06f0ae7-4822-3c65-0972-%s" % hashlib.sha256(bdf.encode("utf-8")).hexdigest()[:12]}
+
+
+def build_tree(root, spec):
+    """Write a node tree described by ``spec`` (see the shapes below) under ``root``."""
+    root = str(root)
+    os_id, version_id, pretty = spec.get("os", ("ubuntu", "24.04", "Ubuntu 24.04.3 LTS"))
+    _write(root, "/etc/os-release", OS_RELEASE.format(pretty=pretty, name=os_id.title(), version_id=version_id, id=os_id))
+    _write(root, "/proc/sys/kernel/osrelease", spec.get("kernel", "6.8.0-45-generic") + "\n")
+    _write(root, "/proc/cmdline", spec.get("cmdline", "BOOT_IMAGE=/vmlinuz ro quiet") + "\n")
+    for field, value in (spec.get("dmi") or {}).items():
+        _write(root, "/sys/class/dmi/id/" + field, value + "\n")
+    version = spec.get("driver_version", "580.173.02")
+    flavor = spec.get("driver", "open")
+    if flavor:
+        template = DRIVER_VERSION_OPEN if flavor == "open" else DRIVER_VERSION_PROPRIETARY
+        text = spec["driver_version_text"] if "driver_version_text" in spec else template.format(version=version)
+        _write(root, "/proc/driver/nvidia/version", text)
+    os.makedirs(os.path.join(root, "sys/bus/pci/devices"))
+    for number, bdf in enumerate(spec.get("other_pci", ["0000:00:00.0", "0000:00:01.0"])):
+        _write(root, "/sys/bus/pci/devices/%s/vendor" % bdf, "0x8086\n")
+        _write(root, "/sys/bus/pci/devices/%s/class" % bdf, "0x060000\n")
+    groups = spec.get("iommu_groups", 0)
+    os.makedirs(os.path.join(root, "sys/kernel/iommu_groups"))
+    for group in range(groups):
+        os.makedirs(os.path.join(root, "sys/kernel/iommu_groups/%d/devices" % group))
+    if spec.get("iommufd"):
+        _write(root, "/dev/iommu", "")
+    smi_rows = []
+    for minor, item in enumerate(spec.get("gpus", [])):
+        dev = "/sys/bus/pci/devices/" + item["bdf"]
+        _write(root, dev + "/vendor", "0x10de\n")
+        _write(root, dev + "/device", item["device"] + "\n")
+        _write(root, dev + "/class", "0x030200\n")
+        _write(root, dev + "/numa_node", "%d\n" % (-1 if item["numa"] is None else item["numa"]))
+        if item["kernel_driver"]:
+            _link(root, dev + "/driver", "../../../bus/pci/drivers/" + item["kernel_driver"])
+        if item["iommu_group"] is not None:
+            _link(root, dev + "/iommu_group", "../../../../kernel/iommu_groups/%d" % item["iommu_group"])
+        if item["kernel_driver"] == "nvidia" and flavor:
+            _write(root, "/proc/driver/nvidia/gpus/%s/information" % item["bdf"], GPU_INFORMATION.format(
+                name=item["name"], irq=40 + minor, uuid=item["uuid"], bdf=item["bdf"], minor=minor, version=version))
+            smi_rows.append("%d, 0000%s, %s10DE, %s, %s, %s, %s, %s\n" % (
+                len(smi_rows), item["bdf"].upper(), item["device"].upper().replace("0X", "0x"), item["name"],
+                item["uuid"], item["mig"], item["memory"], version))
+    smi = spec.get("smi", "ok")
+    if smi == "ok" and flavor:
+        _command(root, "nvidia-smi", SMI_ARGV, 0, SMI_HEADER + "".join(smi_rows))
+    elif smi == "fail":
+        _command(root, "nvidia-smi", SMI_ARGV, 9, SMI_NO_DRIVER)
+    elif smi == "columns":
+        _command(root, "nvidia-smi", SMI_ARGV, 0, "index, name\n0, NVIDIA H200\n")
+    for path, text in (spec.get("files") or {}).items():
+        _write(root, path, text)
+    if spec.get("containerd_version"):
+        _command(root, "containerd-version", ["/usr/bin/containerd", "--version"], 0, spec["containerd_version"] + "\n")
+    if spec.get("kubelet_version"):
+        _command(root, "kubelet-version", ["/usr/bin/kubelet", "--version"], 0, "Kubernetes %s\n" % spec["kubelet_version"])
+        _write(root, "/var/lib/kubelet/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
+    return root
+
+
+def fixture_text(*parts):
+    with open(os.path.join(FIXTURES, *parts), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _two_numa_gpus():
+    return [gpu("0000:%02x:00.0" % bus, numa=0 if index < 4 else 1, iommu_group=20 + index)
+            for index, bus in enumerate((0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb))]
+
+
+def shapes():
+    """Named specs of the shapes the H200 machine lacks."""
+    return {
+        # 8 GPUs on two NUMA nodes, IOMMU on, containerd 2.3 config v3 (CDI on by default),
+        # a valid nvidia-ctk spec in /var/run/cdi and a broken one in /etc/cdi, kubelet 1.36.
+        "hgx-8gpu-2numa": {
+            "os": ("ubuntu", "22.04", "Ubuntu 22.04.5 LTS"), "kernel": "5.15.0-126-generic",
+            "cmdline": "BOOT_IMAGE=/vmlinuz-5.15.0-126-generic ro intel_iommu=on iommu=pt",
+            "dmi": {"bios_vendor": "American Megatrends International, LLC.", "bios_version": "1.6b",
+                    "sys_vendor": "Supermicro", "product_name": "SYS-821GE-TNHR"},
+            "driver": "open", "driver_version": "580.173.02", "gpus": _two_numa_gpus(),
+            "iommu_groups": 64, "iommufd": True,
+            "containerd_version": "containerd github.com/containerd/containerd/v2 v2.3.1 3f5c8c8d4b8e1f6c0e5f7a9b2d4c6e8f0a1b3c5d",
+            "files": {
+                "/etc/containerd/config.toml": fixture_text("containerd", "containerd-2.x-v3-cdi-implicit.toml"),
+                "/var/run/cdi/nvidia.yaml": fixture_text("cdi", "nvidia-ctk-0.5.0.yaml"),
+                "/etc/cdi/broken.yaml": fixture_text("cdi", "broken", "invalid-yaml.yaml.broken"),
+            },
+            "kubelet_version": "v1.36.4",
+        },
+        # Two GPUs, one bound to vfio-pci for passthrough; IOMMU on with iommufd.
+        "vfio-passthrough": {
+            "cmdline": "BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt",
+            "driver": "open", "driver_version": "595.91.07",
+            "gpus": [gpu("0000:17:00.0", numa=0, iommu_group=12),
+                     gpu("0000:65:00.0", numa=0, iommu_group=13, kernel_driver="vfio-pci")],
+            "iommu_groups": 40, "iommufd": True,
+            "containerd_version": "containerd github.com/containerd/containerd/v2 v2.3.1 3f5c8c8d4b8e1f6c0e5f7a9b2d4c6e8f0a1b3c5d",
+            "files": {"/etc/containerd/config.toml": fixture_text("containerd", "containerd-2.x-v3-cdi-implicit.toml")},
+            "kubelet_version": "v1.37.0",
+        },
+        # One H100 with MIG enabled and the nvidia-ctk MIG spec.
+        "mig-h100": {
+            "driver": "proprietary", "driver_version": "580.173.02",
+            "gpus": [gpu("0000:3b:00.0", numa=0, name="NVIDIA H100 80GB HBM3", device="0x2330", mig="Enabled", memory=81559)],
+            "containerd_version": "containerd github.com/containerd/containerd/v2 v2.3.1 3f5c8c8d4b8e1f6c0e5f7a9b2d4c6e8f0a1b3c5d",
+            "files": {"/etc/containerd/config.toml": fixture_text("containerd", "containerd-2.x-v3-cdi-implicit.toml"),
+                      "/var/run/cdi/nvidia.yaml": fixture_text("cdi", "nvidia-ctk-mig.yaml")},
+            "kubelet_version": "v1.37.0",
+        },
+        # containerd 1.7 with a config v2 and the nvidia runtime; proprietary driver 535.
+        "containerd17-v2": {
+            "os": ("rhel", "9.4", "Red Hat Enterprise Linux 9.4 (Plow)"), "kernel": "5.14.0-427.13.1.el9_4.x86_64",
+            "driver": "proprietary", "driver_version": "535.309.01",
+            "gpus": [gpu("0000:ca:00.0", numa=1, name="NVIDIA A100-SXM4-80GB", device="0x20b2", memory=81920)],
+            "containerd_version": "containerd containerd.io 1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da",
+            "files": {"/etc/containerd/config.toml": fixture_text("containerd", "containerd-1.7-v2-nvidia-cdi.toml")},
+            "kubelet_version": "v1.33.5",
+        },
+        # A node where nvidia-smi fails: facts fall back to sysfs and procfs.
+        "smi-fails": {"driver": "open", "gpus": [gpu("0000:17:00.0", numa=0)], "smi": "fail"},
+        # nvidia-smi prints other columns than asked for.
+        "smi-columns": {"driver": "open", "gpus": [gpu("0000:17:00.0", numa=0)], "smi": "columns"},
+        # No GPU, no driver (a new user's laptop or CI machine).
+        "no-gpu": {"driver": None, "gpus": [], "smi": "none"},
+    }
+
+
+def tree_names() -> list:
+    """Every name ``materialize`` accepts: the recorded H200 tree and the constructed shapes."""
+    return [H200_NAME] + sorted(shapes())
+
+
+def materialize(name: str, dest) -> str:
+    """Write the tree called ``name`` (``h200-vm`` or a key of ``shapes()``) under ``dest``; return ``dest``."""
+    if name == H200_NAME:
+        return h200_tree(dest)
+    known = shapes()
+    if name not in known:
+        raise KeyError("unknown node tree %r (known: %s)" % (name, ", ".join(tree_names())))
+    return build_tree(dest, known[name])

@@ -333,6 +333,44 @@ def fault_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settled(lab: dict) -> tuple[bool, str]:
+    """Every node Ready, and each ClusterPolicy/GPUCluster ready or refused for good (PrerequisiteNotMet)."""
+    nodes = fault_request(lab, "GET", "/api/v1/nodes").get("items", [])
+    waiting = [n["metadata"]["name"] for n in nodes
+               if not any(c.get("type") == "Ready" and c.get("status") == "True"
+                          for c in (n.get("status") or {}).get("conditions") or [])]
+    if waiting:
+        return False, "nodes not Ready: %s" % ", ".join(waiting[:5])
+    for path in ("/apis/nvidia.com/v1/clusterpolicies", "/apis/nvidia.com/v1alpha1/gpuclusters"):
+        try:
+            items = fault_request(lab, "GET", path).get("items", [])
+        except LabError:
+            continue  # the CRD is not served in this scenario
+        for obj in items:
+            status = obj.get("status") or {}
+            reasons = {c.get("reason") for c in status.get("conditions") or []}
+            if status.get("state") != "ready" and "PrerequisiteNotMet" not in reasons:
+                return False, "%s %s is %s" % (obj.get("kind"), obj["metadata"]["name"], status.get("state") or "pending")
+    return True, "settled"
+
+
+def settle_command(args: argparse.Namespace) -> int:
+    """Wait until the scenario has settled (what an operator waits for before a gate phase)."""
+    lab = read_lab(os.path.abspath(args.dir))
+    if not lab or lab.get("state") != "running" or not lab.get("server_url"):
+        raise LabError("no running lab cluster in %s" % os.path.abspath(args.dir))
+    deadline = time.monotonic() + args.timeout
+    while True:
+        done, why = _settled(lab)
+        if done:
+            print("kubelab: settled")
+            return 0
+        if time.monotonic() > deadline:
+            print("kubelab: not settled after %.0f s: %s" % (args.timeout, why), file=sys.stderr)
+            return 1
+        time.sleep(0.5)
+
+
 # -- command line ------------------------------------------------------------------------------
 
 
@@ -354,6 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--timeout", type=float, default=30.0, help="seconds before SIGKILL (default 30)")
     status = sub.add_parser("status", help="show the lab cluster of DIR (exit 0 running, 3 not running)")
     status.add_argument("--dir", required=True)
+    settle = sub.add_parser("settle", help="wait until nodes are Ready and the GPU Operator CRs have settled")
+    settle.add_argument("--dir", required=True)
+    settle.add_argument("--timeout", type=float, default=180.0, help="seconds to wait (default 180)")
     fault = sub.add_parser("fault", help="inject, list or clear faults in the lab cluster of DIR")
     fault.add_argument("--dir", required=True)
     action = fault.add_mutually_exclusive_group()
@@ -371,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
             return _background(args) if args.background else _foreground(args)
         if args.command == "fault":
             return fault_command(args)
+        if args.command == "settle":
+            return settle_command(args)
         if args.command == "stop":
             ran = stop_lab(os.path.abspath(args.dir), args.timeout)
             print("kubelab: stopped" if ran else "kubelab: not running")

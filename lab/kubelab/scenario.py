@@ -28,7 +28,8 @@ import yaml
 
 # Kubelet and controller latencies (seconds) read by the simulated components (controllers/kubelet.py).
 KNOBS = ("pod_start_seconds", "pod_ready_seconds", "pod_stop_seconds", "job_pod_seconds", "operator_ready_seconds")
-TOP_LEVEL = ("name", "description", "namespaces", "nodes", "objects", "faults", "kubelet_version") + KNOBS
+TOP_LEVEL = ("name", "description", "namespaces", "nodes", "objects", "faults", "kubelet_version",
+             "helm_releases") + KNOBS
 NODE_FIELDS = ("name", "labels", "annotations", "taints", "capacity", "allocatable", "nodeInfo",
                "ready", "unschedulable", "addresses", "conditions", "role", "gpu", "kubelet_version", "count")
 GPU_FIELDS = ("tree", "backend")
@@ -335,6 +336,7 @@ def validate_scenario(data, source: str = "<scenario>") -> dict:
                 chk.fail("faults[%d]" % i, str(exc))
 
     objects = [_object(chk, manifest, i) for i, manifest in enumerate(chk.sequence(data.get("objects") or [], "objects"))]
+    objects += _helm_releases(chk, data.get("helm_releases") or [], now)
     return {
         "name": chk.string(data.get("name", ""), "name"),
         "description": chk.string(data.get("description", ""), "description"),
@@ -358,6 +360,29 @@ def _pool(chk: _Checker, entry, index: int) -> list:
     base = {k: v for k, v in entry.items() if k != "count"}
     return [("nodes[%d] (%s-%d)" % (index, name, n), dict(base, name="%s-%d" % (name, n)), name)
             for n in range(1, count + 1)]
+
+
+def _helm_releases(chk, entries, stamp: str) -> list[dict]:
+    """``helm_releases``: Helm storage Secrets (kubelab.helmstore), checked field by field."""
+    from kubelab.helmstore import STATUSES, release_secrets
+    secrets = []
+    for index, entry in enumerate(chk.sequence(entries, "helm_releases")):
+        where = "helm_releases[%d]" % index
+        if not isinstance(entry, dict):
+            chk.fail(where, "must be a mapping with name, namespace, chart, revisions")
+        for key in ("name", "namespace", "chart"):
+            if not isinstance(entry.get(key), str) or not entry.get(key):
+                chk.fail("%s.%s" % (where, key), "required string")
+        revisions = entry.get("revisions")
+        if not isinstance(revisions, list) or not revisions:
+            chk.fail("%s.revisions" % where, "must be a non-empty list of {chart_version, app_version, status}")
+        for number, rev in enumerate(revisions):
+            if not isinstance(rev, dict) or not isinstance(rev.get("chart_version"), str):
+                chk.fail("%s.revisions[%d].chart_version" % (where, number), "required string (quote versions)")
+            if rev.get("status", "deployed") not in STATUSES:
+                chk.fail("%s.revisions[%d].status" % (where, number), "must be one of %s" % ", ".join(STATUSES))
+        secrets += release_secrets(entry, stamp)
+    return secrets
 
 
 def load_scenario(path: str) -> dict:

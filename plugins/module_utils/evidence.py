@@ -163,7 +163,11 @@ def render_preflight(record):
     ]
     path = results.get("upgrade_path")
     if path:
-        lines += ["Operator upgrade path: %s" % " → ".join(str(p) for p in path), ""]
+        if all(isinstance(hop, dict) for hop in path):
+            steps = [str(path[0].get("from"))] + [str(hop.get("to")) for hop in path]
+        else:
+            steps = [str(hop) for hop in path]
+        lines += ["Operator upgrade path: %s" % " → ".join(steps), ""]
     cluster = record.get("cluster")
     if isinstance(cluster, dict) and cluster:
         lines += _cluster_lines(cluster)

@@ -60,18 +60,38 @@ def ids(record, severity=None):
     return {f["id"] for f in record["results"]["findings"] if severity is None or f["severity"] == severity}
 
 
-def test_readme_command_one_on_this_machine(tmp_path):
-    """``./dra-gate preflight`` gives a verdict and a summary for this machine, never a crash."""
+def _run_wrapper(tmp_path, *args):
     evidence = tmp_path / "evidence"
     env = dict(ansible_env(), DRA_GATE_EVIDENCE_ROOT=str(evidence))
-    proc = subprocess.run([os.path.join(REPO, "dra-gate"), "preflight", "-e", "dra_gate_run_id=readme"],
-                          cwd=REPO, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=600, check=False)
+    proc = subprocess.run([os.path.join(REPO, "dra-gate"), "preflight"] + list(args), cwd=REPO, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=900,
+                          check=False)
     assert "Traceback" not in proc.stdout
+    return proc, evidence
+
+
+def test_readme_command_one_runs_the_lab_default(tmp_path):
+    """``./dra-gate preflight``: the lab with prod-26.3-device-plugin, node facts from the lab nodes'
+    trees, cluster facts through the lab API, evidence and summary; verdict PASS with the hops."""
+    proc, evidence = _run_wrapper(tmp_path, "-e", "dra_gate_run_id=readme")
+    assert proc.returncode == 0, proc.stdout[-3000:]
     record = load_record(evidence, "readme")
     summary = (evidence / "readme" / "summary.md").read_text()
-    assert "# Preflight: verdict %s" % record["results"]["verdict"].upper() in summary
     assert summary in proc.stdout  # the wrapper prints it
+    assert record["results"]["verdict"] == "pass"
+    assert sorted(record["nodes"]) == ["gpu-%d" % i for i in range(1, 7)]
+    assert record["cluster"]["operator"]["helm_release"]["chart_version"] == "v26.3.1"
+    assert [hop["to"] for hop in record["results"]["upgrade_path"]] == ["26.6.x", "26.7.0"]
+    assert "Operator upgrade path: v26.3.1 → 26.6.x → 26.7.0" in summary
+
+
+def test_readme_command_one_on_this_machine(tmp_path):
+    """``./dra-gate preflight --localhost`` gives this machine a verdict and a summary, never a crash."""
+    proc, evidence = _run_wrapper(tmp_path, "--localhost", "-e", "dra_gate_run_id=local")
+    record = load_record(evidence, "local")
+    summary = (evidence / "local" / "summary.md").read_text()
+    assert "# Preflight: verdict %s" % record["results"]["verdict"].upper() in summary
+    assert summary in proc.stdout
     assert (proc.returncode == 0) == (record["results"]["verdict"] != "block"), proc.stdout[-3000:]
     if not os.path.exists("/proc/driver/nvidia/version"):
         assert "driver.not_found" in ids(record, "block")

@@ -121,3 +121,11 @@ def test_preflight_summary_shows_the_cluster(run_module, tmp_path):
     assert json.loads((run_dir / "01-preflight.json").read_text())["cluster"]["api_server"]["version"] == "1.37.0"
     assert "## Cluster" in (run_dir / "preflight.md").read_text()
     assert result["changed"] is True
+
+
+def test_summary_renders_the_upgrade_hops(run_module, tmp_path):
+    hops = [{"from": "v26.3.1", "to": "26.6.x", "kind": "next_major"}, {"from": "26.6.x", "to": "26.7.0", "kind": "next_major"}]
+    record = dict(RECORD, results=dict(RECORD["results"], upgrade_path=hops))
+    run_module(gate_evidence, args(tmp_path, record=record))
+    summary = (tmp_path / "evidence" / "20261130T080000Z" / "summary.md").read_text()
+    assert "Operator upgrade path: v26.3.1 → 26.6.x → 26.7.0" in summary

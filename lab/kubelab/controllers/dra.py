@@ -158,6 +158,9 @@ class DraDriverController(Controller):
         for name, node in nodes.items():
             if backend(node) not in ("dra", "both") or not node_ready(node) or terminating(node):
                 continue
+            if getattr(self.lab, "fault_active", None) and self.lab.fault_active("dra_plugin_restart", name):
+                continue  # fault injection: the plugin is restarting, its slices are withdrawn
+
             try:
                 devices = node_devices(node)
             except (ValueError, TypeError, AttributeError) as exc:
@@ -462,6 +465,8 @@ class ResourceClaimController(Controller):
             if pod is not None and status(pod).get("phase") == "Running":
                 mark(self.lab, ns, name, "pod_started")
         allocated = bool(status(claim).get("allocation"))
+        if getattr(self.lab, "fault_active", None) and self.lab.fault_active("claim_leak"):
+            return  # fault injection: claims are not unreserved, deallocated or deleted (a leak)
         if valid != reserved or (allocated and not valid):
             new_status = copy.deepcopy(status(claim))
             if valid:

@@ -52,6 +52,7 @@ allocator are in ``kubelab.controllers.dra``):
 from __future__ import annotations
 
 import copy
+import random
 
 from kubelab.controllers import Controller
 from kubelab import cel
@@ -293,6 +294,9 @@ class DraScheduling:
 
     def plan(self, pod: dict, claims: list, extended: dict | None, node: dict) -> tuple[dict | None, str | None]:
         name = meta(node)["name"]
+        rate = self.lab.fault_rate("claim_allocation") if hasattr(self.lab, "fault_rate") else 0.0
+        if rate and random.random() < rate:  # fault injection: claim_allocation_failure
+            return None, "%s: injected claim allocation failure (kubelab fault)" % NO_FIT
         todo, keep = [], []
         for claim in claims + ([extended] if extended is not None else []):
             allocation = status(claim).get("allocation")

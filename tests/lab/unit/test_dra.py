@@ -389,3 +389,33 @@ def test_device_taints(lab):
     for name in ("gpu0-maintenance", "gpu1-broken"):
         kube.delete("devicetaintrules", name)
     wait_for(lambda: kube.running("second"), what="second runs once the taints are gone")
+
+
+# -- fault injection on the DRA path ---------------------------------------------------------------
+
+def test_faults_allocation_failure_leak_and_plugin_restart(lab):
+    engine = lab.server.fault_engine
+    kube = Kube(lab.server, "dra-faults")
+    add_node(kube, "n-faults", [gpu("n-faults", 0)])
+    kube.create("resourceclaimtemplates", template())
+    # claim_allocation_failure at rate 1: the pod stays Pending with the injected reason.
+    engine.add({"claim_allocation_failure": {"rate": 1}})
+    kube.create("pods", pod("unlucky", "n-faults", template_name="gpu"))
+    message = wait_for(lambda: kube.unschedulable("unlucky"), what="injected failure")
+    assert "injected claim allocation failure" in message
+    engine.remove()
+    wait_for(lambda: kube.running("unlucky"), what="runs once the fault is gone")
+    claim = kube.claim_of("unlucky")
+    # claim_leak: the pod goes, its claim stays allocated and reserved.
+    engine.add({"claim_leak": {}})
+    kube.api.delete(kube.t("pods"), "dra-faults", "unlucky", {"gracePeriodSeconds": 0})
+    wait_for(lambda: kube.gone("pods", "unlucky"), what="pod gone")
+    time.sleep(1.5)
+    leaked = kube.get("resourceclaims", claim["metadata"]["name"])
+    assert leaked["status"].get("allocation") and leaked["status"].get("reservedFor")
+    engine.remove()
+    wait_for(lambda: kube.gone("resourceclaims", claim["metadata"]["name"]), what="claim cleaned after the leak ends")
+    # dra_plugin_restart: the node's slices are withdrawn for the window, then republished.
+    engine.add({"dra_plugin_restart": {"node": "n-faults", "seconds": 2}})
+    wait_for(lambda: not kube.slices("n-faults"), what="slices withdrawn")
+    wait_for(lambda: kube.slices("n-faults"), what="slices republished")

@@ -109,8 +109,9 @@ def test_scenario_starts_with_gpu_nodes_and_inventory(name, tmp_path):
 
 
 def test_nodes_from_trees_prod(labs):
+    # The recorded H200 tree is gpu-1 of kubelet-skew (prod uses constructed trees only).
+    h200 = node(labs("kubelet-skew"), "gpu-1")
     lab = labs("prod-26.3-device-plugin")
-    h200 = node(lab, "gpu-1")
     labels, info = h200["metadata"]["labels"], h200["status"]["nodeInfo"]
     assert labels["nvidia.com/gpu.present"] == "true"
     assert labels["nvidia.com/gpu.count"] == "1"

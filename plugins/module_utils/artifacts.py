@@ -18,6 +18,8 @@ import copy
 import json
 import re
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import etcd_cli
+
 try:
     from shlex import quote as shell_quote
 except ImportError:  # pragma: no cover - Python 2 only
@@ -251,20 +253,18 @@ def judge(entry, observed):
 
 
 def etcd_status_argv(binary, path):
-    """argv of the structural check: ``etcdutl snapshot status PATH -w json`` (etcd 3.5+), or the
-    same through ``etcdctl`` (3.4; deprecated for this in 3.5, still answers)."""
-    return [binary, "snapshot", "status", path, "-w", "json"]
+    """argv of the structural check: the etcd wrapper's ``snapshot status PATH -w json``."""
+    return etcd_cli.snapshot_status_argv(binary, path)
 
 
 def parse_etcd_status(text):
-    """``{hash, revision, totalKey, totalSize}`` from ``snapshot status -w json``; None when not that."""
+    """``{hash, revision, totalKey, totalSize}`` from ``snapshot status -w json`` (the etcd wrapper's
+    parser); None when the output is not that."""
     try:
-        data = json.loads((text or "").strip().splitlines()[-1]) if (text or "").strip() else None
-    except (ValueError, IndexError):
+        status = etcd_cli.parse_snapshot_status(text)
+    except etcd_cli.EtcdCliError:
         return None
-    if not isinstance(data, dict) or not all(isinstance(data.get(k), int) for k in ETCD_STATUS_FIELDS):
-        return None
-    return dict((k, data[k]) for k in ETCD_STATUS_FIELDS)
+    return dict((k, status[k]) for k in ETCD_STATUS_FIELDS)
 
 
 def recorded_etcd_status(entry):

@@ -193,6 +193,7 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import read_text, write_private
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import artifacts as art
 
 
@@ -213,23 +214,6 @@ def measure(path):
         return {"exists": True, "is_file": True, "error": to_native(exc)}
     return {"exists": True, "is_file": True, "size": info.st_size, "sha256": digest.hexdigest(),
             "mode": stat.S_IMODE(info.st_mode)}
-
-
-def read_text(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8")
-    except (IOError, OSError):
-        return None
-
-
-def write_private(path, text):
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(to_bytes(text))
-    os.chmod(tmp, 0o600)
-    os.rename(tmp, path)
 
 
 def present(module, index, index_path, before, run_id, now):

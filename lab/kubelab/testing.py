@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 from kubelab.etcd import EtcdProcess
@@ -65,3 +66,24 @@ def start_lab(workdir: str, scenario: str = "minimal", tls=None, token=None, con
 def stop_lab(lab: Lab) -> None:
     lab.server.stop()
     lab.etcd.stop()
+
+
+def wait_for(check, timeout: float = 30.0, what: str = "condition", interval: float = 0.1):
+    """Poll ``check()`` until it returns something truthy (returned) or ``timeout`` passes (AssertionError).
+
+    A 404 from the lab API counts as "not yet" (the object may not exist yet); other errors raise.
+    """
+    from kubelab.errors import ApiError
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except ApiError as exc:
+            last = exc
+            if exc.code != 404:
+                raise
+        if last and not isinstance(last, ApiError):
+            return last
+        time.sleep(interval)
+    raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))

@@ -14,6 +14,7 @@ from kubelab.errors import ApiError
 from kubelab.etcd import EtcdProcess
 from kubelab.scenario import validate_scenario
 from kubelab.server import LabServer
+from kubelab import testing
 
 NODES = [
     {"name": "cp-1", "role": "control-plane"},
@@ -25,19 +26,7 @@ WORKERS = {"node-1", "node-2"}  # untainted, schedulable
 
 
 def wait_for(check, timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except ApiError as exc:
-            last = exc
-            if exc.code != 404:
-                raise
-        if last and not isinstance(last, ApiError):
-            return last
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
+    return testing.wait_for(check, timeout, what, interval=0.1)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ import pytest
 from kubelab.controllers.dra import BACKEND_LABEL, EXTENDED_ANNOTATION, FINALIZER, GPUS_ANNOTATION
 from kubelab.errors import ApiError
 from kubelab.testing import start_lab, stop_lab
+from kubelab import testing
 
 GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"},
              "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && "
@@ -30,19 +31,7 @@ MIG_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadat
 
 
 def wait_for(check, timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except ApiError as exc:
-            last = exc
-            if exc.code != 404:
-                raise
-        if last and not isinstance(last, ApiError):
-            return last
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
+    return testing.wait_for(check, timeout, what, interval=0.05)
 
 
 @pytest.fixture(scope="module")

@@ -15,17 +15,11 @@ from kubelab import cli
 from kubelab.faults import HEALTH_CONDITION, HEALTH_TAINT, validate_fault
 from kubelab.scenario import ScenarioError, validate_scenario
 from kubelab.testing import start_lab, stop_lab
+from kubelab import testing
 
 
 def wait_for(check, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
+    return testing.wait_for(check, timeout, what, interval=0.1)
 
 
 def http(lab, path: str, method: str = "GET", body=None):

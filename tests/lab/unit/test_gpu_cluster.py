@@ -19,20 +19,14 @@ import yaml
 from kubelab import gpunodes
 from kubelab.metrics import parse_text
 from kubelab.testing import start_lab, stop_lab
+from kubelab import testing
 
 SCENARIOS = ("prod-26.3-device-plugin", "dra-canary", "both-crs", "kubelet-skew", "two-backends-one-node", "scale-100")
 PROMETHEUS = "/usr/bin/prometheus"
 
 
 def wait_for(check, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for %s (last: %r)" % (what, last))
+    return testing.wait_for(check, timeout, what, interval=0.2)
 
 
 def http(lab, path: str, method: str = "GET", body=None):

@@ -1,15 +1,46 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reading and atomically writing the private (0600) files that hold evidence and cluster state."""
+"""The one writer for files that hold evidence and cluster state: private, crash-safe, append-only.
+
+Standard library only (node modules use it too). Every state-bearing file is written the same way,
+the way etcdctl writes a snapshot (``.part``, fsync, rename):
+
+1. a temporary file made by ``mkstemp`` *in the destination directory* (unpredictable name,
+   ``O_CREAT|O_EXCL``, so it never follows a planted link), mode 0600 from its first byte;
+2. the data written, the file fsynced;
+3. the final name given atomically: by ``link`` when an existing artifact must never be replaced
+   (the link fails when the name exists, so two writers cannot both win), or by ``rename`` where
+   the file is meant to be replaced (an index, a summary);
+4. the directory fsynced, so the new name survives a crash.
+
+Directories are created 0700. ``check_private_root`` refuses an evidence root that others could
+write to. ``locked`` serialises index updates between concurrent writers (``flock``).
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
+import errno
 import os
+import stat
+import tempfile
+import time
 
-from ansible.module_utils.common.text.converters import to_bytes
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX
+    fcntl = None
+
+
+class PrivateFileError(Exception):
+    """A private file or directory could not be written as required (the message names the path)."""
+
+
+class ArtifactExists(PrivateFileError):
+    """The destination already exists and artifacts are never replaced."""
 
 
 def read_text(path):
@@ -21,12 +52,168 @@ def read_text(path):
         return None
 
 
-def write_private(path, text):
-    """Write ``text`` to ``path`` with mode 0600 through a temporary file and a rename, so that a
-    reader never sees half a file and the content is never readable by others, even briefly."""
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(to_bytes(text))
-    os.chmod(tmp, 0o600)
-    os.rename(tmp, path)
+def fsync_dir(path):
+    """fsync a directory so that a rename or link in it survives a crash (best effort where the
+    platform cannot open directories)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def ensure_private_dir(path):
+    """Create ``path`` (and missing parents) with mode 0700; an existing directory created here
+    earlier keeps its mode. A path that exists but is not a directory, or is a symlink, is an error.
+    Returns the list of directories created."""
+    created = []
+    path = os.path.abspath(path)
+    missing = []
+    probe = path
+    while not os.path.lexists(probe):
+        missing.append(probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                raise PrivateFileError("%s: cannot create the directory: %s" % (directory, exc.strerror))
+        else:
+            os.chmod(directory, 0o700)
+            created.append(directory)
+            fsync_dir(os.path.dirname(directory))
+    if os.path.islink(path) or not os.path.isdir(path):
+        raise PrivateFileError("%s: expected a directory (not a link or a file)" % path)
+    return created
+
+
+def check_private_root(path):
+    """Why ``path`` is not a safe evidence root, or None: it must be an absolute, existing
+    directory (not a symlink) owned by the running user and not writable by group or others."""
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return "%r: the evidence root must be an absolute path" % (path,)
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return "%s: the evidence root does not exist or cannot be read (%s); create it mode 0700" % (path, exc.strerror)
+    if stat.S_ISLNK(info.st_mode):
+        return "%s: the evidence root is a symlink; give the real directory" % path
+    if not stat.S_ISDIR(info.st_mode):
+        return "%s: the evidence root is not a directory" % path
+    if info.st_uid != os.geteuid():
+        return "%s: the evidence root is owned by uid %d, not by the running user (uid %d)" % (path, info.st_uid, os.geteuid())
+    if info.st_mode & 0o022:
+        return "%s: the evidence root is writable by group or others (mode %04o); chmod 0700 it" % (path, stat.S_IMODE(info.st_mode))
+    return None
+
+
+def _to_bytes(data):
+    if isinstance(data, bytes):
+        return data
+    return data.encode("utf-8")
+
+
+def _publish(tmp, path, replace):
+    if replace:
+        os.rename(tmp, path)
+        return
+    try:
+        os.link(tmp, path)
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            raise ArtifactExists("%s: already exists; artifacts are never replaced" % path)
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        # A filesystem without hard links: check, then rename (not race-free, but never silent).
+        if os.path.lexists(path):
+            raise ArtifactExists("%s: already exists; artifacts are never replaced" % path)
+        os.rename(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def private_output(path, replace=False):
+    """Yield a binary file handle whose content becomes ``path`` (0600) only when the block ends
+    without an exception; on an exception the temporary file is removed and ``path`` untouched."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not replace and os.path.lexists(path):
+        raise ArtifactExists("%s: already exists; artifacts are never replaced" % path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".part")
+    except OSError as exc:
+        raise PrivateFileError("%s: cannot create a temporary file in %s: %s" % (path, directory, exc.strerror))
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        _publish(tmp, path, replace)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(directory)
+
+
+def write_private(path, data, replace=False):
+    """Write ``data`` (text or bytes) to ``path``, mode 0600, crash-safe (see the module doc).
+
+    ``replace=False`` (artifacts, evidence records): an existing ``path`` raises ``ArtifactExists``.
+    ``replace=True`` (indexes, summaries): the old content is replaced atomically."""
+    with private_output(path, replace=replace) as handle:
+        handle.write(_to_bytes(data))
+
+
+def copy_private(src, path, replace=False, chunk=1024 * 1024):
+    """Copy the file ``src`` to ``path`` as ``write_private`` would; returns the bytes copied."""
+    copied = 0
+    with open(src, "rb") as source:
+        with private_output(path, replace=replace) as handle:
+            while True:
+                block = source.read(chunk)
+                if not block:
+                    break
+                handle.write(block)
+                copied += len(block)
+    return copied
+
+
+@contextlib.contextmanager
+def locked(directory, name=".lock", timeout=60.0, poll=0.05):
+    """Hold an exclusive ``flock`` on ``<directory>/<name>`` (0600) for the block; raises
+    ``PrivateFileError`` naming the lock when it cannot be had within ``timeout`` seconds."""
+    path = os.path.join(directory, name)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise PrivateFileError("%s: cannot open the lock file: %s" % (path, exc.strerror))
+    try:
+        if fcntl is not None:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except (IOError, OSError) as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise
+                    if time.monotonic() >= deadline:
+                        raise PrivateFileError("%s: held by another writer for more than %g s" % (path, timeout))
+                    time.sleep(poll)
+        yield path
+    finally:
+        os.close(fd)

@@ -259,7 +259,7 @@ def present(module, index, index_path, before, run_id, now):
             directory = os.path.dirname(index_path)
             if not os.path.isdir(directory):
                 os.makedirs(directory, 0o700)
-            write_private(index_path, text)
+            write_private(index_path, text, replace=True)
         except (IOError, OSError) as exc:
             module.fail_json(msg="run_dir: cannot write %s: %s" % (index_path, exc), **result)
     module.exit_json(**result)

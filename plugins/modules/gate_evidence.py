@@ -163,10 +163,10 @@ def main():
         index = json.loads(index_text) if index_text else {}
         index = evidence.update_index(index, params["run_id"], params["phase"], os.path.basename(path), sha256, now,
                                       (record.get("results") or {}).get("verdict"))
-        write_private(path, text)
-        write_private(os.path.join(run_dir, params["phase"] + ".md"), summary)
-        write_private(result["summary_path"], evidence.render_run_summary(index, _summaries(run_dir, index, params["phase"], summary)))
-        write_private(index_path, evidence.dumps(index))
+        write_private(path, text, replace=True)
+        write_private(os.path.join(run_dir, params["phase"] + ".md"), summary, replace=True)
+        write_private(result["summary_path"], evidence.render_run_summary(index, _summaries(run_dir, index, params["phase"], summary)), replace=True)
+        write_private(index_path, evidence.dumps(index), replace=True)
     except (IOError, OSError, ValueError) as exc:
         module.fail_json(msg="root: cannot write the evidence under %s: %s" % (run_dir, exc), **result)
     module.exit_json(**result)

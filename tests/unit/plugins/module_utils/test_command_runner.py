@@ -39,7 +39,7 @@ def test_hanging_command_is_killed_with_its_children_at_the_deadline(tmp_path):
     assert result.stdout == "started\n"
     assert "timed out after 2 s" in result.describe() and sys.executable in result.describe()
     child = int(pidfile.read_text())
-    for _ in range(50):
+    for _attempt in range(50):
         try:
             os.kill(child, 0)
         except OSError:

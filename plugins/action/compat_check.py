@@ -4,8 +4,10 @@
 """Action plugin for ``gpufleet.dra_gate.compat_check``: evaluates on the controller.
 
 It loads the matrix (default: the bundled ``<collection>/data/matrix``), validates the options
-against the module's argument spec, calls :func:`compat.evaluate` and returns its result. It never
-transfers or runs a module on the target.
+against the module's argument spec, calls :func:`compat.evaluate` (with the play's coverage:
+``expected_hosts`` against the hosts that answered) and returns its result; whether the task fails
+is :func:`gate.decide`'s rule (:func:`compat.gate_decision`, returned as ``gate``). It never transfers or runs a
+module on the target.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,8 +23,9 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import (
     ARGUMENT_SPEC,
     CompatError,
+    coverage_of,
     evaluate,
-    should_fail,
+    gate_decision,
     summarize,
 )
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import MatrixError, load_matrix
@@ -70,12 +73,13 @@ class ActionModule(ActionBase):
         try:
             matrix = load_matrix(self._matrix_path(args.get("matrix")))
             evaluated = evaluate(nodes, cluster=cluster, target=args.get("target"),
-                                 matrix=matrix, releases=args.get("releases"))
+                                 matrix=matrix, releases=args.get("releases"), coverage=coverage_of(args))
         except (CompatError, MatrixError) as exc:
             result.update(failed=True, msg=str(exc))
             return result
         result.update(evaluated)
         fail_on = args["fail_on"]
-        result["failed"] = should_fail(evaluated["verdict"], fail_on)
+        result["gate"] = gate_decision(evaluated, fail_on)
+        result["failed"] = result["gate"]["failed"]
         result["msg"] = summarize(evaluated, fail_on)
         return result

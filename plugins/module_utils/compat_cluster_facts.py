@@ -32,6 +32,8 @@ FACTS_KEYS = ("schema_version", "api_server", "apis", "nodes", "operator", "devi
 SIMPLE_KEYS = ("kubernetes_version", "kubelet_versions", "cluster_policy", "gpu_cluster", "operator_version",
                "distribution")
 BACKENDS = ("device_plugin", "dra", "both", "none")
+#: The GPU Feature Discovery / NFD label of a node with NVIDIA GPUs.
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 #: The operator's custom resources: facts key -> kind.
 CR_KINDS = (("cluster_policies", "ClusterPolicy"), ("gpu_clusters", "GPUCluster"))
 
@@ -98,6 +100,7 @@ def normalize_cluster(cluster):
     apis = _mapping(cluster.get("apis"), "cluster.apis")
     out["state"] = {
         "nodes": nodes,
+        "nodes_gathered": cluster.get("nodes") is not None,
         "apis": apis,
         "crs": crs,
         "helm_release": release,
@@ -195,6 +198,23 @@ def _nodes(value):
         if backend is not None and backend not in BACKENDS:
             raise CompatError("%s.gpu_backend: expected one of %s or null, got %r" % (field, ", ".join(BACKENDS), backend))
         devices = node.get("dra_devices")
-        out[name] = {"kubelet_version": kubelet, "gpu_backend": backend, "allocatable_gpu": node.get("allocatable_gpu"),
-                     "dra_device_count": len(devices) if isinstance(devices, list) else None}
+        labels = node.get("labels") if isinstance(node.get("labels"), dict) else {}
+        allocatable = node.get("allocatable_gpu")
+        gpu_node = bool(backend in ("device_plugin", "dra", "both") or allocatable is not None or
+                        (isinstance(devices, list) and devices) or labels.get(GPU_PRESENT_LABEL) == "true")
+        out[name] = {"kubelet_version": kubelet, "gpu_backend": backend, "allocatable_gpu": allocatable,
+                     "dra_device_count": len(devices) if isinstance(devices, list) else None, "gpu_node": gpu_node}
     return out
+
+
+def gpu_node_names(cluster):
+    """The Kubernetes node names the cluster facts know as GPU nodes (sorted), or None without the facts form.
+
+    A GPU node serves ``nvidia.com/gpu`` (allocatable, even 0: a node whose Device Plugin is down),
+    publishes DRA devices, or carries the ``nvidia.com/gpu.present=true`` label of GPU Feature
+    Discovery.
+    """
+    state = cluster["state"] if cluster else None
+    if state is None or not state.get("nodes_gathered"):
+        return None
+    return sorted(name for name, node in state["nodes"].items() if node["gpu_node"])

@@ -5,9 +5,10 @@
 
 The matrix is data: one file per GPU Operator release (``kind: release``) plus facts that are not
 per release (``kind: common``). Every row names the rule that evaluates it, the values, the
-severity when violated and its source. The row rules and their ``values`` are documented in
-docs/compat-matrix.md; :data:`compat_matrix_rules.RULES` (re-exported here) is the machine-readable
-half of that page.
+severity when violated, the severity when it cannot be assessed (``when_not_assessed``) and its
+source. The rule kinds and their ``values`` are documented in docs/compat-matrix.md;
+:data:`compat_rules.RULE_KINDS` (``RULES`` here) is the machine-readable half of that page: each
+kind validates its rows' ``values`` itself.
 
 A file with a missing or mistyped field raises :class:`MatrixError` naming the file and the field,
 e.g. ``gpu-operator-26.7.0.yml: rows[3].source: required field missing``.
@@ -31,14 +32,12 @@ except ImportError as exc:  # pragma: no cover - PyYAML ships with ansible-core
     HAS_YAML = False
     YAML_IMPORT_ERROR = exc
 
-# The field readers and the per-rule validators live in compat_matrix_rules; the names other files
-# import from here are re-exported.
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix_rules import (  # pylint: disable=unused-import
+# The field readers live in compat_fields; the names other files import from here are re-exported.
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_fields import (  # pylint: disable=unused-import
     ALLOCATION_MODES,
     EXCLUSIVE_RESOURCES,
     HOP_KINDS,
     LIFECYCLE_STATUSES,
-    RULES,
     SEVERITIES,
     VERSION_FIELDS,
     MatrixError,
@@ -52,18 +51,23 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix_ru
     _type_name,
     _Where,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.versions import compare_prefix, parse_version
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_rules import RULE_KINDS
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.versions import compare_prefix, parse_version, release_key
+
+#: rule name -> its rule kind (validate, compile, check): see compat_rules.
+RULES = RULE_KINDS
 
 SCHEMA = "gpufleet.dra_gate/compat-matrix/v1"
 MATRIX_SUFFIXES = (".yml", ".yaml")
 
 _ID_RE = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 _RELEASE_RE = re.compile(r"^v?\d+\.\d+(\.(\d+|x))?$")
-_ROW_KEYS = ("id", "rule", "constrains", "values", "severity", "source", "note", "superseded")
+_ROW_KEYS = ("id", "rule", "constrains", "values", "severity", "when_not_assessed", "source", "note", "superseded")
 _DOC_KEYS = {
     "release": ("schema", "kind", "operator", "release", "published", "source", "rows", "releases"),
-    "common": ("schema", "kind", "rows", "releases"),
+    "common": ("schema", "kind", "defaults", "rows", "releases"),
 }
+_DEFAULT_KEYS = ("target_operator_version",)
 
 
 class _ValuesWhere(_Where):
@@ -82,7 +86,8 @@ def _validate_row(row, where):
         where.child("rule").fail("unknown rule %r (expected one of %s)" % (rule, ", ".join(sorted(RULES))))
     _str(row, "constrains", where)
     values = _dict(row, "values", where)
-    _choice(row, "severity", where, SEVERITIES)
+    severity = _choice(row, "severity", where, SEVERITIES)
+    when_not_assessed = _choice(row, "when_not_assessed", where, SEVERITIES, required=False)
     sources = _source(row, "source", where)
     _str(row, "note", where, required=False)
     superseded = _list(row, "superseded", where, required=False)
@@ -96,11 +101,26 @@ def _validate_row(row, where):
         _no_unknown(item, ("values", "source", "note"), item_where)
     values_where = _ValuesWhere(where.name, where.child("values").path)
     values_where.parent_row = where
-    RULES[rule](row, values, values_where)
+    RULES[rule].validate_row(row, values, values_where)
     normalized = dict(row)
     normalized["source"] = sources
     normalized.setdefault("note", None)
+    # A check that cannot be assessed is as severe as its violation unless the row says otherwise.
+    normalized["when_not_assessed"] = when_not_assessed or severity
     return normalized
+
+
+def _validate_defaults(defaults, where):
+    if defaults is None:
+        return {}
+    if not isinstance(defaults, dict):
+        where.fail("expected a mapping, got %s" % _type_name(defaults))
+    _no_unknown(defaults, _DEFAULT_KEYS, where)
+    version = _str(defaults, "target_operator_version", where, required=False)
+    if version is not None and (not _RELEASE_RE.match(version) or version.endswith(".x")):
+        where.child("target_operator_version").fail(
+            "expected a quoted operator release YY.MM.PP such as \"26.7.0\", got %r" % version)
+    return dict(defaults)
 
 
 def _validate_releases(releases, where):
@@ -159,6 +179,7 @@ def validate_document(doc, name):
         seen[normalized["id"]] = index
         out_rows.append(normalized)
     out["rows"] = out_rows
+    out["defaults"] = _validate_defaults(doc.get("defaults"), where.child("defaults"))
     releases = _list(doc, "releases", where, required=False)
     out["releases"] = _validate_releases(releases or [], where.child("releases"))
     return out
@@ -202,8 +223,32 @@ def load_matrix(path):
     return build_matrix_set(documents, files)
 
 
-def _release_key(text):
-    return parse_version(text[:-2] if text.endswith(".x") else text)
+def matrix_defaults(matrix_set):
+    """The ``defaults`` of the matrix set's common files (e.g. ``target_operator_version``), merged.
+
+    The one place the default target release lives (``data/matrix/common.yml``). Two common files
+    that set one key differently are a :class:`MatrixError`.
+    """
+    if not isinstance(matrix_set, dict) or "documents" not in matrix_set:
+        raise MatrixError("matrix: expected a matrix set from load_matrix() or build_matrix_set()")
+    out, origin = {}, {}
+    for doc in matrix_set["documents"]:
+        for key, value in (doc.get("defaults") or {}).items():
+            if key in out and out[key] != value:
+                raise MatrixError("%s: defaults.%s %r differs from %r in %s" % (doc["name"], key, value, out[key], origin[key]))
+            out[key], origin[key] = value, doc["name"]
+    return out
+
+
+def default_target_operator_version(matrix_set):
+    """The target release when none is given: ``defaults.target_operator_version`` of the common
+    files, else the release of the only release file (a release file loaded alone), else None."""
+    default = matrix_defaults(matrix_set).get("target_operator_version")
+    if default is None:
+        releases = [doc["release"] for doc in matrix_set["documents"] if doc["kind"] == "release"]
+        if len(releases) == 1:
+            default = releases[0]
+    return default
 
 
 def select_release(matrix_set, operator_version):
@@ -246,7 +291,7 @@ def select_release(matrix_set, operator_version):
     by_version = {}
     for entry in releases:
         by_version.setdefault(entry["version"], entry)
-    ordered = sorted(by_version.values(), key=lambda e: _release_key(e["version"]))
+    ordered = sorted(by_version.values(), key=lambda e: release_key(e["version"]))
     return {
         "release": best["release"],
         "file": best["name"],

@@ -3,24 +3,25 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Options of ``compat_check``: the argument spec, :class:`CompatError`, and the normalisation and
 validation of ``target``, ``cluster`` (its simple form; the gpu_cluster_facts form is in
-:mod:`compat_cluster_facts`), ``nodes`` and ``releases``. Pure logic, no I/O.
+:mod:`compat_cluster_facts`), ``nodes``, ``releases`` and the coverage options. Pure logic, no I/O.
 
-Also the small version/field helpers shared by the rule checks (:mod:`compat_cluster_rules`,
-:mod:`compat_node_rules`) and :func:`compat.evaluate`.
+Also the small version/field helpers shared by the rule kinds (``compat_*_kinds``) and
+:func:`compat.evaluate`.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import ALLOCATION_MODES
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.versions import parse_version
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_fields import ALLOCATION_MODES
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gate import (  # pylint: disable=unused-import
+    FAIL_ON,
+    NOT_ASSESSED,
+    VERDICTS,
+)
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.versions import parse_version, release_key
 
-DEFAULT_OPERATOR_VERSION = "26.7.0"
-FAIL_ON = ("block", "warn", "never")
-VERDICTS = ("pass", "warn", "block")
 CLUSTER = "cluster"
-NOT_ASSESSED = ".not_assessed"
 #: Distributions that have no status row on purpose (plain upstream Kubernetes).
 UPSTREAM_DISTRIBUTIONS = ("upstream", "kubeadm", "vanilla")
 FACTS_SOURCE = "gpu_node facts (plugins/modules/gpu_node_facts.py)"
@@ -30,6 +31,7 @@ _CLUSTER_KEYS = ("kubernetes_version", "kubelet_versions", "cluster_policy", "gp
                  "operator_version", "distribution")
 _TARGET_KEYS = ("operator_version", "kubernetes_version", "allocation_mode", "passthrough",
                 "accept_alpha_passthrough")
+_COVERAGE_KEYS = ("expected_hosts", "answered_hosts", "failed_hosts", "inventory_hosts", "host_node_names")
 
 #: The argument spec shared by the action plugin and the module.
 ARGUMENT_SPEC = dict(
@@ -54,7 +56,8 @@ ARGUMENT_SPEC = dict(
         problems=dict(type="raw"),
     )),
     target=dict(type="dict", apply_defaults=True, options=dict(
-        operator_version=dict(type="raw", default=DEFAULT_OPERATOR_VERSION),
+        # No default here: the matrix's defaults.target_operator_version (data/matrix/common.yml).
+        operator_version=dict(type="raw"),
         kubernetes_version=dict(type="raw"),
         allocation_mode=dict(type="str", choices=list(ALLOCATION_MODES), default="device_plugin"),
         passthrough=dict(type="bool", default=False),
@@ -63,6 +66,12 @@ ARGUMENT_SPEC = dict(
     releases=dict(type="list", elements="raw"),
     matrix=dict(type="path"),
     fail_on=dict(type="str", choices=list(FAIL_ON), default="block"),
+    # Coverage (gate.coverage_findings): the hosts the phase was asked to cover vs those that answered.
+    expected_hosts=dict(type="list", elements="str"),
+    answered_hosts=dict(type="list", elements="str"),
+    failed_hosts=dict(type="dict"),
+    inventory_hosts=dict(type="list", elements="str"),
+    host_node_names=dict(type="dict"),
 )
 
 
@@ -153,16 +162,22 @@ def _presence(value, field):
         % (field, _type_name(value), value))
 
 
-def normalize_target(target):
-    """The target with defaults applied and versions parsed. Raises CompatError."""
+def normalize_target(target, default_operator_version=None):
+    """The target with defaults applied and versions parsed. Raises CompatError.
+
+    ``default_operator_version`` is the matrix's ``defaults.target_operator_version``.
+    """
     if target is None:
         target = {}
     if not isinstance(target, dict):
         raise CompatError("target: expected a dict with keys %s, got %s" % (", ".join(_TARGET_KEYS), _type_name(target)))
     _check_keys(target, _TARGET_KEYS, "target")
     operator = target.get("operator_version")
-    if operator is None:
-        operator = DEFAULT_OPERATOR_VERSION
+    if operator is None or operator == "":
+        operator = default_operator_version
+        if operator is None:
+            raise CompatError("target.operator_version: not given and the matrix has no "
+                              "defaults.target_operator_version (data/matrix/common.yml)")
     operator_v = _version_option(operator, "target.operator_version")
     if len(operator_v.parts) < 2:
         raise CompatError("target.operator_version: %r: expected YY.MM.PP such as \"26.7.0\"" % (operator,))
@@ -253,7 +268,7 @@ def normalize_releases(releases):
         raise CompatError("releases: expected a list of operator versions such as [\"26.3.x\", \"26.6.x\", \"26.7.0\"]")
     out = []
     for index, item in enumerate(releases):
-        if not isinstance(item, str) or _release_key(item) is None:
+        if not isinstance(item, str) or release_key(item) is None:
             raise CompatError(
                 "releases[%d]: expected a quoted operator version such as \"26.6.x\" or \"26.7.0\", got %s %r"
                 % (index, _type_name(item), item))
@@ -261,14 +276,32 @@ def normalize_releases(releases):
     return out
 
 
-def _release_key(text):
-    text = text.strip()
-    if text.endswith((".x", ".X", ".*")):
-        text = text[:-2]
-    parsed = parse_version(text)
-    if parsed is None or len(parsed.parts) < 2:
+def normalize_coverage(coverage):
+    """The coverage options (``expected_hosts``, ``answered_hosts``, ``failed_hosts``,
+    ``inventory_hosts``, ``host_node_names``) as a dict, or None when none is given. Raises CompatError."""
+    if coverage is None:
         return None
-    return parsed
+    if not isinstance(coverage, dict):
+        raise CompatError("coverage: expected a dict with keys %s, got %s" % (", ".join(_COVERAGE_KEYS), _type_name(coverage)))
+    _check_keys(coverage, _COVERAGE_KEYS, "coverage")
+    out = {}
+    for key in ("expected_hosts", "answered_hosts", "inventory_hosts"):
+        value = coverage.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, (list, tuple)) or not all(isinstance(h, str) for h in value):
+            raise CompatError("%s: expected a list of host names (strings), got %s %r" % (key, _type_name(value), value))
+        out[key] = list(value)
+    for key, what in (("failed_hosts", "host -> reason"), ("host_node_names", "inventory host -> Kubernetes node name")):
+        value = coverage.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or not all(isinstance(h, str) for h in value):
+            raise CompatError("%s: expected a dict %s, got %s %r" % (key, what, _type_name(value), value))
+        if key == "host_node_names" and not all(isinstance(v, str) for v in value.values()):
+            raise CompatError("host_node_names: node names must be strings, got %r" % (value,))
+        out[key] = dict(value)
+    return out if out else None
 
 
 # ---- helpers shared by the rule checks ----------------------------------------------------------

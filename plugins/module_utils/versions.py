@@ -109,6 +109,24 @@ def parse_version(text):
     return Version(raw, parts, pre, rest)
 
 
+def release_key(text):
+    """A GPU Operator release name as a comparable :class:`Version`, or None.
+
+    The one release-key function: ``26.3.x`` (also ``.X``, ``.*``) means the 26.3 major, ``v26.7.0``
+    and ``26.7.0`` are the same release; a name with fewer than two numeric parts (``26``) or
+    anything that does not parse is None. Used to order the known releases and to plan hops.
+    """
+    if not isinstance(text, str):
+        return None
+    text = text.strip()
+    if text.endswith((".x", ".X", ".*")):
+        text = text[:-2]
+    parsed = parse_version(text)
+    if parsed is None or len(parsed.parts) < 2:
+        return None
+    return parsed
+
+
 def version_in_range(version, minimum=None, maximum=None):
     """True when ``minimum <= version <= maximum`` on the parts each bound names.
 

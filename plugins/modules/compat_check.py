@@ -15,16 +15,23 @@ version_added: 0.1.0
 description:
   - Evaluates the C(gpu_node) facts of many hosts (from M(gpufleet.dra_gate.gpu_node_facts)) and optional
     cluster facts against the versioned compatibility matrix for a target NVIDIA GPU Operator release
-    (default 26.7.0), and returns structured findings, counts and a verdict.
+    (by default the matrix's C(defaults.target_operator_version), 26.7.0 in the bundled matrix), and returns
+    structured findings, counts, the checks that could not be assessed and a verdict.
   - The matrix is data (C(data/matrix/*.yml) in the collection), one file per operator release plus
     C(common.yml); every row carries its source. See C(docs/compat-matrix.md).
   - NVIDIA's support envelope (Kubernetes range, containerd range, driver branch, managed DRA floor,
     ClusterPolicy/GPUCluster exclusion, kubelet skew, passthrough acceptance and IOMMU) gives C(block)
     findings. containerd's own "most thoroughly tested" Kubernetes combinations and a driver point
     release other than the validated one of its branch give C(warn) findings.
-  - Facts that are missing never pass silently; they give an C(info) finding whose id ends in
-    C(.not_assessed), counted in RV(counts.not_assessed). A version string that cannot be parsed
-    gives such a finding naming the field and the string.
+  - Facts that are missing never pass silently; they give a finding whose id ends in C(.not_assessed),
+    listed in RV(not_assessed) and counted in RV(counts.not_assessed). Its severity is the matrix row's
+    C(when_not_assessed) (by default the row's own severity), so a check the target requires but that could
+    not be assessed makes the verdict C(block) or C(warn), never C(pass). A version string that cannot be
+    parsed gives such a finding naming the field and the string.
+  - With O(expected_hosts) (for example C(ansible_play_hosts_all)), every expected host that did not answer
+    (no entry in O(nodes), or listed in O(failed_hosts)) is a C(block) finding naming it
+    (C(coverage.host_unreachable), C(coverage.host_failed)); with the facts form of O(cluster), a GPU node of the
+    cluster that no host of O(inventory_hosts) maps to is a C(warn) finding (C(coverage.node_not_in_inventory)).
   - Runs on the controller through its action plugin and never transfers a module. Without the
     action plugin (for example run directly), O(matrix) must be given as a path.
 author:
@@ -158,8 +165,9 @@ options:
       operator_version:
         description:
           - The target GPU Operator release. A matrix release file must cover it.
+          - When omitted, the matrix's C(defaults.target_operator_version) (C(data/matrix/common.yml); 26.7.0 in the
+            bundled matrix), or the release of a release file given alone.
         type: raw
-        default: "26.7.0"
       kubernetes_version:
         description:
           - The target Kubernetes version. When given, the validated range and kubelet skew are checked
@@ -201,6 +209,36 @@ options:
     type: str
     choices: [block, warn, never]
     default: block
+  expected_hosts:
+    description:
+      - The hosts the phase was asked to cover, for example C(ansible_play_hosts_all). Each one that did not
+        answer (is not in O(answered_hosts)) is a C(coverage.host_unreachable) finding of severity C(block) naming it.
+      - When omitted, a C(coverage.not_assessed) finding (severity C(info)) says the coverage was not checked.
+    type: list
+    elements: str
+  answered_hosts:
+    description:
+      - The hosts that answered, for example C(ansible_play_hosts). Defaults to the hosts of O(nodes).
+    type: list
+    elements: str
+  failed_hosts:
+    description:
+      - Hosts known to have failed, host name -> reason (the reason may be empty). Each is a
+        C(coverage.host_failed) finding of severity C(block) naming the host and the reason.
+    type: dict
+  inventory_hosts:
+    description:
+      - Every host of the inventory, for example C(groups['all']), against which the GPU nodes of the cluster facts
+        are compared (a play limited to one pool still knows the other pool's hosts). Defaults to O(expected_hosts).
+      - A GPU node (allocatable C(nvidia.com/gpu), DRA devices or the C(nvidia.com/gpu.present=true) label) that no
+        inventory host maps to is a C(coverage.node_not_in_inventory) finding of severity C(warn).
+    type: list
+    elements: str
+  host_node_names:
+    description:
+      - Inventory host name -> Kubernetes node name, where they differ. Without an entry a host maps to the node of
+        its name, else to the only node with its short name.
+    type: dict
 notes:
   - A relative O(matrix) path is resolved against the playbook directory.
   - Versions must be strings; YAML reads an unquoted C(1.30) as the number C(1.3), which is rejected with a message.
@@ -227,6 +265,16 @@ EXAMPLES = r"""
   run_once: true
   delegate_to: localhost
   register: compat
+
+- name: The same, failing closed on hosts that did not answer
+  gpufleet.dra_gate.compat_check:
+    nodes: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, ['ansible_facts', 'gpu_node']))) }}"
+    expected_hosts: "{{ ansible_play_hosts_all }}"
+    answered_hosts: "{{ ansible_play_hosts }}"
+    inventory_hosts: "{{ groups['all'] }}"
+    cluster: "{{ cluster_read.ansible_facts.gpu_cluster }}"
+  run_once: true
+  delegate_to: localhost
 
 - name: Show the upgrade path
   ansible.builtin.debug:
@@ -264,7 +312,9 @@ RETURN = r"""
 findings:
   description:
     - Every violation and every check that could not be assessed. Checks that pass give no finding.
-    - Ids of findings that could not be assessed end in C(.not_assessed) and have severity C(info).
+    - Ids of findings that could not be assessed end in C(.not_assessed); their severity is the matrix row's
+      C(when_not_assessed) (docs/compat-matrix.md lists it per row).
+    - Coverage findings (C(coverage.*)) come first.
   returned: success
   type: list
   elements: dict
@@ -301,28 +351,74 @@ findings:
       type: str
       sample: seeds/000_dec44a8f4647fff6.txt § Key Changes > GPU Operator 26.7 changes the supported baseline
 counts:
-  description: Findings per severity; the sum is the number of findings.
+  description:
+    - Findings per severity. C(block) and C(warn) include the not-assessed findings of that severity; C(info)
+      does not; C(not_assessed) counts every not-assessed finding whatever its severity.
   returned: success
   type: dict
   sample: {"block": 1, "warn": 2, "info": 1, "not_assessed": 3}
   contains:
     block:
-      description: Findings of severity C(block).
+      description: Findings of severity C(block), not-assessed ones included.
       type: int
     warn:
-      description: Findings of severity C(warn).
+      description: Findings of severity C(warn), not-assessed ones included.
       type: int
     info:
       description: Findings of severity C(info), not counting the not-assessed ones.
       type: int
     not_assessed:
-      description: Findings whose id ends in C(.not_assessed) (severity C(info)).
+      description: Findings whose id ends in C(.not_assessed), of any severity.
       type: int
+not_assessed:
+  description:
+    - Every check that could not be assessed, in finding order; also named in RV(msg).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"id": "containerd.not_assessed", "subject": "gpu-07", "severity": "warn",
+            "reason": "not assessed: containerd not found on this node (another runtime, or none); containerd rows are not evaluated"}]
+  contains:
+    id:
+      description: The finding id (ends in C(.not_assessed)).
+      type: str
+    subject:
+      description: The host, object or C(cluster).
+      type: str
+    severity:
+      description: C(block), C(warn) or C(info), from the row's C(when_not_assessed).
+      type: str
+    reason:
+      description: Why it could not be assessed (the finding's message).
+      type: str
 verdict:
-  description: C(block) when any finding blocks, else C(warn) when any warns, else C(pass).
+  description:
+    - C(block) when any finding blocks, else C(warn) when any warns, else C(pass) (not-assessed findings count with
+      their severity).
   returned: success
   type: str
   sample: warn
+gate:
+  description:
+    - The gate decision of RV(verdict) at O(fail_on) (the one rule of every phase, C(gate.decide)); the task fails
+      when C(failed) is true.
+  returned: success
+  type: dict
+  sample: {"verdict": "block", "fail_on": "block", "failed": true,
+           "reason": "verdict block: 1 block, 0 warn, 2 info, 0 not assessed; first blocking: driver.not_found [n1]: no NVIDIA driver found on this node (no loaded NVIDIA kernel module); driver rows cannot pass (fail_on block: fails)"}
+  contains:
+    verdict:
+      description: The verdict judged.
+      type: str
+    fail_on:
+      description: The level judged at.
+      type: str
+    failed:
+      description: Whether the verdict reaches O(fail_on).
+      type: bool
+    reason:
+      description: The verdict, the counts and the first blocking (else warning) finding.
+      type: str
 upgrade_path:
   description:
     - The operator upgrade hops from O(cluster.operator_version) to O(target.operator_version); each hop has
@@ -357,8 +453,9 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import (
     ARGUMENT_SPEC,
     CompatError,
+    coverage_of,
     evaluate,
-    should_fail,
+    gate_decision,
     summarize,
 )
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import (
@@ -380,11 +477,12 @@ def main():
     try:
         matrix = load_matrix(params["matrix"])
         result = evaluate(params["nodes"], cluster=params["cluster"], target=params["target"], matrix=matrix,
-                          releases=params["releases"])
+                          releases=params["releases"], coverage=coverage_of(params))
     except (CompatError, MatrixError) as exc:
         module.fail_json(msg=str(exc))
     message = summarize(result, params["fail_on"])
-    if should_fail(result["verdict"], params["fail_on"]):
+    result["gate"] = gate_decision(result, params["fail_on"])
+    if result["gate"]["failed"]:
         module.fail_json(msg=message, changed=False, **result)
     module.exit_json(msg=message, changed=False, **result)
 

@@ -38,6 +38,9 @@ H200 = {
     "problems": [],
 }
 NO_DRIVER = dict(copy.deepcopy(H200), driver={"loaded": False, "version": None, "flavor": None}, gpus=[])
+# What the cluster says (simple form): without it the required cluster checks are not assessed (block).
+CLUSTER = {"kubernetes_version": "1.37.0", "kubelet_versions": {"h200": "1.37.0", "cpu-box": "1.37.0"},
+           "operator_version": "26.6.2", "cluster_policy": True, "gpu_cluster": False, "distribution": "upstream"}
 
 
 def make_action(args, basedir="/nonexistent"):
@@ -62,9 +65,13 @@ def test_bundled_matrix_dir():
 
 
 def test_real_h200_warns_but_does_not_fail():
-    result = make_action({"nodes": {"h200": H200}}).run(task_vars={})
+    result = make_action({"nodes": {"h200": H200}, "cluster": CLUSTER, "expected_hosts": ["h200"]}).run(task_vars={})
     assert result["failed"] is False and result["changed"] is False
     assert result["verdict"] == "warn"
+    assert result["not_assessed"] == [{"id": "containerd.not_assessed", "subject": "h200", "severity": "warn",
+                                       "reason": "not assessed: containerd not found on this node (another runtime, or "
+                                                 "none); containerd rows are not evaluated"}]
+    assert result["msg"].endswith("; not assessed: containerd.not_assessed (warn: h200)")
     assert result["matrix"]["release"] == "26.7.0"
     assert result["target"]["operator_version"] == "26.7.0"
     assert {f["id"] for f in result["findings"] if f["subject"] == "h200"} == {"driver.point_release", "containerd.not_assessed"}
@@ -73,9 +80,12 @@ def test_real_h200_warns_but_does_not_fail():
 
 @pytest.mark.parametrize("fail_on, failed", [("block", True), ("warn", True), ("never", False)])
 def test_fail_on_with_no_driver(fail_on, failed):
-    result = make_action({"nodes": {"cpu-box": NO_DRIVER}, "fail_on": fail_on}).run(task_vars={})
+    result = make_action({"nodes": {"cpu-box": NO_DRIVER}, "cluster": CLUSTER, "expected_hosts": ["cpu-box"],
+                          "fail_on": fail_on}).run(task_vars={})
     assert result["failed"] is failed
     assert result["verdict"] == "block"
+    assert result["gate"]["failed"] is failed and result["gate"]["fail_on"] == fail_on
+    assert "first blocking: driver.not_found [cpu-box]" in result["gate"]["reason"]
     assert "verdict block" in result["msg"] and "1 block" in result["msg"]
     assert "no NVIDIA driver found" in result["msg"]
     assert any(f["id"] == "driver.not_found" for f in result["findings"])
@@ -83,7 +93,8 @@ def test_fail_on_with_no_driver(fail_on, failed):
 
 @pytest.mark.parametrize("fail_on, failed", [("block", False), ("warn", True), ("never", False)])
 def test_fail_on_with_warning(fail_on, failed):
-    result = make_action({"nodes": {"h200": H200}, "fail_on": fail_on}).run(task_vars={})
+    result = make_action({"nodes": {"h200": H200}, "cluster": CLUSTER, "expected_hosts": ["h200"],
+                          "fail_on": fail_on}).run(task_vars={})
     assert result["failed"] is failed
     assert result["findings"]
 
@@ -106,6 +117,42 @@ def test_bad_options_fail_clearly(args, message):
     assert "findings" not in result
 
 
+def test_coverage_options_through_the_action():
+    args = {"nodes": {"h200": H200}, "cluster": CLUSTER, "expected_hosts": ["h200", "gpu-9", "gpu-10"],
+            "failed_hosts": {"gpu-10": "failed: gpu_node_facts timed out"}}
+    result = make_action(args).run(task_vars={})
+    assert result["failed"] is True and result["verdict"] == "block"
+    assert [(f["id"], f["subject"]) for f in result["findings"][:2]] == [
+        ("coverage.host_unreachable", "gpu-9"), ("coverage.host_failed", "gpu-10")]
+    assert "coverage.host_unreachable [gpu-9]: host gpu-9 was to be covered but did not answer" in result["msg"]
+
+
+def test_coverage_with_cluster_facts_and_inventory(capsys):
+    cluster = dict(CLUSTER_FACTS, nodes=dict(CLUSTER_FACTS["nodes"], **{
+        "gpu-02.example.internal": {"kubelet_version": "1.37.0", "gpu_backend": "device_plugin", "allocatable_gpu": 8}}))
+    args = {"nodes": {"h200": H200}, "cluster": cluster, "expected_hosts": ["h200"], "fail_on": "never"}
+    result = make_action(args).run(task_vars={})
+    assert ("coverage.node_not_in_inventory", "warn", "gpu-02.example.internal") in {
+        (f["id"], f["severity"], f["subject"]) for f in result["findings"]}
+    known = make_action(dict(args, inventory_hosts=["h200", "gpu-02"])).run(task_vars={})
+    assert not [f for f in known["findings"] if f["id"].startswith("coverage.")]
+    module = _run_module({"nodes": {"h200": H200}, "cluster": dict((k, v) for k, v in cluster.items() if k != "gathered_by"),
+                          "matrix": action_mod.BUNDLED_MATRIX_DIR, "fail_on": "never", "expected_hosts": ["h200", "x"],
+                          "host_node_names": {"h200": "h200"}}, capsys)
+    assert {"coverage.host_unreachable", "coverage.node_not_in_inventory"} <= {f["id"] for f in module["findings"]}
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"nodes": {}, "expected_hosts": {"h200": 1}}, "expected_hosts"),
+    ({"nodes": {}, "failed_hosts": ["h200"]}, "failed_hosts"),
+    ({"nodes": {}, "host_node_names": {"h200": ["a"]}}, "host_node_names"),
+])
+def test_bad_coverage_options(args, message):
+    result = make_action(args).run(task_vars={})
+    assert result["failed"] is True and message in result["msg"]
+    assert "findings" not in result
+
+
 def test_matrix_option_file_dir_and_relative(tmp_path):
     bundled = action_mod.BUNDLED_MATRIX_DIR
     single = os.path.join(bundled, "gpu-operator-26.7.0.yml")
@@ -114,7 +161,8 @@ def test_matrix_option_file_dir_and_relative(tmp_path):
     assert "kubelet.skew.not_assessed" in {f["id"] for f in result["findings"]}
     copy_dir = tmp_path / "matrix"
     shutil.copytree(bundled, str(copy_dir))
-    result = make_action({"nodes": {"h200": H200}, "matrix": "matrix"}, basedir=str(tmp_path)).run(task_vars={})
+    result = make_action({"nodes": {"h200": H200}, "matrix": "matrix", "cluster": CLUSTER, "expected_hosts": ["h200"]},
+                         basedir=str(tmp_path)).run(task_vars={})
     assert result["failed"] is False and len(result["matrix"]["files"]) == 3
 
 
@@ -145,7 +193,7 @@ def test_upgrade_path_and_dra(tmp_path):
 
 
 def test_check_mode_runs():
-    action = make_action({"nodes": {"h200": H200}})
+    action = make_action({"nodes": {"h200": H200}, "cluster": CLUSTER, "expected_hosts": ["h200"]})
     action._task.check_mode = True
     assert action.run(task_vars={})["verdict"] == "warn"
 
@@ -203,7 +251,8 @@ def test_module_main_requires_matrix(capsys):
     ({"cpu-box": NO_DRIVER}, "never", False, "block"),
 ])
 def test_module_main_evaluates(capsys, nodes, fail_on, failed, verdict):
-    result = _run_module({"nodes": nodes, "matrix": action_mod.BUNDLED_MATRIX_DIR, "fail_on": fail_on}, capsys)
+    result = _run_module({"nodes": nodes, "matrix": action_mod.BUNDLED_MATRIX_DIR, "fail_on": fail_on, "cluster": CLUSTER,
+                          "expected_hosts": list(nodes)}, capsys)
     assert bool(result.get("failed")) is failed
     assert result["verdict"] == verdict
     assert result["changed"] is False

@@ -80,12 +80,15 @@ def node(base=GOOD, **changes):
 DELETE = object()
 
 
-def run(matrix, nodes=None, cluster="default", target=None, releases=None):
+def run(matrix, nodes=None, cluster="default", target=None, releases=None, coverage="answered"):
+    """evaluate(); by default every host of ``nodes`` was expected and answered (no coverage findings)."""
     if cluster == "default":
         cluster = CLUSTER
     if nodes is None:
         nodes = {"n1": GOOD}
-    return evaluate(nodes, cluster=cluster, target=target, matrix=matrix, releases=releases)
+    if coverage == "answered":
+        coverage = {"expected_hosts": list(nodes)}
+    return evaluate(nodes, cluster=cluster, target=target, matrix=matrix, releases=releases, coverage=coverage)
 
 
 def found(result, subject=None):
@@ -109,6 +112,7 @@ def test_good_node_passes(matrix):
     result = run(matrix)
     assert result["verdict"] == "pass"
     assert result["counts"] == {"block": 0, "warn": 0, "info": 2, "not_assessed": 0}
+    assert result["not_assessed"] == []
     assert ids(result) == {"operator.lifecycle", "operator.upgrade_hops"}
     assert result["upgrade_path"] == [{"from": "26.6.2", "to": "26.7.0", "kind": "next_major"}]
     assert result["target"]["operator_version"] == "26.7.0"
@@ -119,16 +123,20 @@ def test_good_node_passes(matrix):
 
 
 def test_real_h200_node_without_cluster(matrix):
+    # Without cluster facts the required cluster checks are not assessed: block, never pass.
     result = run(matrix, nodes={"h200": H200}, cluster=None)
-    assert result["verdict"] == "warn"
-    assert found(result, "h200") == {("driver.point_release", "warn"), ("containerd.not_assessed", "info")}
+    assert result["verdict"] == "block"
+    assert found(result, "h200") == {("driver.point_release", "warn"), ("containerd.not_assessed", "warn")}
     assert found(result, "cluster") >= {
-        ("kubernetes.validated_range.not_assessed", "info"), ("kubelet.skew.not_assessed", "info"),
-        ("containerd.kubernetes_tested.not_assessed", "info"),
-        ("operator.exclusive_resources.not_assessed", "info"), ("operator.upgrade_hops.not_assessed", "info"),
+        ("kubernetes.validated_range.not_assessed", "block"), ("kubelet.skew.not_assessed", "block"),
+        ("containerd.kubernetes_tested.not_assessed", "warn"),
+        ("operator.exclusive_resources.not_assessed", "block"), ("operator.upgrade_hops.not_assessed", "warn"),
     }
     assert result["upgrade_path"] is None
     assert result["counts"]["not_assessed"] == 6
+    assert [(e["id"], e["subject"], e["severity"]) for e in result["not_assessed"]] == [
+        (f["id"], f["subject"], f["severity"]) for f in result["findings"] if f["id"].endswith(".not_assessed")]
+    assert all(e["reason"].startswith("not assessed: ") for e in result["not_assessed"])
     assert "no cluster facts given" in one(result, "kubernetes.validated_range.not_assessed")["message"]
 
 
@@ -140,10 +148,12 @@ def test_findings_have_the_documented_shape(matrix):
         assert set(finding) == keys
         assert finding["severity"] in ("block", "warn", "info")
         assert finding["message"] and finding["source"]
-        if finding["id"].endswith(".not_assessed"):
-            assert finding["severity"] == "info"
     counts = result["counts"]
-    assert sum(counts.values()) == len(result["findings"])
+    unassessed = [f for f in result["findings"] if f["id"].endswith(".not_assessed")]
+    assert counts["not_assessed"] == len(unassessed) == len(result["not_assessed"])
+    for severity in ("block", "warn"):
+        assert counts[severity] == len([f for f in result["findings"] if f["severity"] == severity])
+    assert counts["info"] == len([f for f in result["findings"] if f["severity"] == "info" and f not in unassessed])
 
 
 # ---- driver ---------------------------------------------------------------------------------------
@@ -152,9 +162,9 @@ def test_findings_have_the_documented_shape(matrix):
     ({"loaded": False, "version": None, "flavor": None}, {("driver.not_found", "block")}),
     ({"loaded": None, "version": None}, {("driver.not_found", "block")}),
     ({}, {("driver.not_found", "block")}),
-    (None, {("driver.not_assessed", "info")}),
-    ({"loaded": True, "version": None}, {("driver.version.not_assessed", "info")}),
-    ({"loaded": True, "version": "NVIDIA UNIX driver"}, {("driver.version.not_assessed", "info")}),
+    (None, {("driver.not_assessed", "block")}),
+    ({"loaded": True, "version": None}, {("driver.version.not_assessed", "block")}),
+    ({"loaded": True, "version": "NVIDIA UNIX driver"}, {("driver.version.not_assessed", "block")}),
     ({"loaded": True, "version": "595.91.07"}, set()),
     ({"loaded": True, "version": "610.57.04"}, set()),
     ({"loaded": True, "version": "535.309.01"}, set()),
@@ -233,9 +243,9 @@ def test_containerd(matrix, version, k8s, expected):
 ])
 def test_containerd_not_assessed(matrix, containerd, fragment):
     result = run(matrix, nodes={"n1": node(containerd=containerd)})
-    assert found(result, "n1") == {("containerd.not_assessed", "info")}
+    assert found(result, "n1") == {("containerd.not_assessed", "warn")}
     assert fragment in one(result, "containerd.not_assessed")["message"]
-    assert result["verdict"] == "pass"
+    assert result["verdict"] == "warn"  # containerd.validated_range: when_not_assessed warn
 
 
 def test_containerd_messages(matrix):
@@ -248,7 +258,7 @@ def test_containerd_messages(matrix):
 def test_cri_table_without_row_for_the_minor(matrix):
     result = run(matrix, cluster=dict(CLUSTER, kubernetes_version="1.38.0"),
                  nodes={"n1": node(**{"kubelet.version": "1.38.0"})})
-    assert ("containerd.kubernetes_tested.not_assessed", "info") in found(result, "cluster")
+    assert ("containerd.kubernetes_tested.not_assessed", "warn") in found(result, "cluster")
     assert ("kubernetes.validated_range", "block") in found(result, "cluster")
     assert "containerd.kubernetes_tested" not in ids(result, "n1")
 
@@ -261,7 +271,7 @@ DRA_CLUSTER = dict(CLUSTER, cluster_policy=False, gpu_cluster=True)
 @pytest.mark.parametrize("cdi, mode, expected", [
     (True, "dra", set()),
     (False, "dra", {("dra.managed.cdi", "block")}),
-    (None, "dra", {("dra.managed.cdi.not_assessed", "info")}),
+    (None, "dra", {("dra.managed.cdi.not_assessed", "block")}),
     (False, "device_plugin", set()),
 ])
 def test_cdi(matrix, cdi, mode, expected):
@@ -272,7 +282,8 @@ def test_cdi(matrix, cdi, mode, expected):
 
 def test_cdi_without_containerd(matrix):
     result = run(matrix, nodes={"h200": H200}, cluster=DRA_CLUSTER, target={"allocation_mode": "dra"})
-    assert ("dra.managed.cdi.not_assessed", "info") in found(result, "h200")
+    # Unassessed because containerd is not there: as severe as containerd.not_assessed (warn).
+    assert {("dra.managed.cdi.not_assessed", "warn"), ("containerd.not_assessed", "warn")} <= found(result, "h200")
     assert "needed for DRA" in run(matrix, nodes={"n1": node(**{"containerd.cdi_enabled": False})}, cluster=DRA_CLUSTER,
                                    target={"allocation_mode": "dra"})["findings"][-1]["message"]
 
@@ -294,7 +305,8 @@ def test_dra_with_cluster_policy(matrix):
     assert ("dra.managed.cluster_policy", "block") in found(result, "cluster")
     assert result["verdict"] == "block"
     unknown = run(matrix, cluster=dict(CLUSTER, cluster_policy=None), target={"allocation_mode": "dra"})
-    assert ("dra.managed.cluster_policy.not_assessed", "info") in found(unknown, "cluster")
+    assert ("dra.managed.cluster_policy.not_assessed", "block") in found(unknown, "cluster")
+    assert unknown["verdict"] == "block"
 
 
 def test_dra_on_26_3_is_unavailable(matrix):
@@ -314,7 +326,7 @@ def test_dra_on_26_3_is_unavailable(matrix):
     ({"passthrough": True, "allocation_mode": "dra", "accept_alpha_passthrough": True}, False,
      {("dra.passthrough.iommu", "block")}),
     ({"passthrough": True, "allocation_mode": "dra", "accept_alpha_passthrough": True}, None,
-     {("dra.passthrough.iommu.not_assessed", "info")}),
+     {("dra.passthrough.iommu.not_assessed", "block")}),
     ({"passthrough": True, "accept_alpha_passthrough": True}, True, {("dra.passthrough.allocation_mode", "block")}),
     ({"passthrough": False}, False, set()),
 ])
@@ -341,8 +353,8 @@ def test_passthrough_on_real_h200(matrix):
     ("1.24.0", "1.22.5", set()),
     ("1.24.0", "1.21.5", {("kubelet.skew", "block")}),
     ("1.37.0", "2.0.0", {("kubelet.skew", "block")}),
-    ("1.37.0", None, {("kubelet.skew.not_assessed", "info")}),
-    ("1.37.0", "unknown", {("kubelet.skew.not_assessed", "info")}),
+    ("1.37.0", None, {("kubelet.skew.not_assessed", "block")}),
+    ("1.37.0", "unknown", {("kubelet.skew.not_assessed", "block")}),
 ])
 def test_kubelet_skew(matrix, api, kubelet, expected):
     result = run(matrix, nodes={"n1": node(**{"kubelet.version": kubelet})},
@@ -369,7 +381,7 @@ def test_kubelet_versions_from_cluster(matrix):
 
 def test_kubelet_skew_without_api_version(matrix):
     result = run(matrix, nodes={"n%d" % i: GOOD for i in range(5)}, cluster=dict(CLUSTER, kubernetes_version=None))
-    assert ("kubelet.skew.not_assessed", "info") in found(result, "cluster")
+    assert ("kubelet.skew.not_assessed", "block") in found(result, "cluster")
     assert not [f for f in result["findings"] if f["subject"] != "cluster" and f["id"].startswith("kubelet")]
 
 
@@ -417,8 +429,8 @@ K8S_INFO_EMPTY = {"api_found": True, "resources": []}
     (K8S_INFO_FOUND, K8S_INFO_EMPTY, set()),
     ([{"kind": "ClusterPolicy"}], [{"kind": "GPUCluster"}], {("operator.exclusive_resources", "block")}),
     ([], [], set()),
-    (None, True, {("operator.exclusive_resources.not_assessed", "info")}),
-    (True, None, {("operator.exclusive_resources.not_assessed", "info")}),
+    (None, True, {("operator.exclusive_resources.not_assessed", "block")}),
+    (True, None, {("operator.exclusive_resources.not_assessed", "block")}),
     (False, None, set()),
 ])
 def test_exclusive_resources(matrix, policy, gpucluster, expected):
@@ -520,12 +532,13 @@ def test_release_file_alone_reports_missing_common_rows(matrix):
 def test_no_nodes(matrix):
     for nodes in (None, {}):
         result = evaluate(nodes, cluster=CLUSTER, matrix=matrix)
-        assert ("nodes.not_assessed", "info") in found(result, "cluster")
+        assert ("nodes.not_assessed", "block") in found(result, "cluster")
+        assert result["verdict"] == "block"
 
 
 def test_host_without_facts_and_wrapped_facts(matrix):
     result = run(matrix, nodes={"gone": None, "wrapped": {"gpu_node": node(**{"driver.version": "570.172.08"})}})
-    assert found(result, "gone") == {("node.not_assessed", "info"), ("kubelet.skew.not_assessed", "info")}
+    assert found(result, "gone") == {("node.not_assessed", "block"), ("kubelet.skew.not_assessed", "block")}
     assert found(result, "wrapped") == {("driver.branch", "block")}
 
 
@@ -597,6 +610,25 @@ def test_should_fail_rejects_unknown_level():
         should_fail("block", "sometimes")
 
 
+def test_should_fail_is_the_gate_rule():
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import gate
+    for verdict in ("pass", "warn", "block"):
+        for fail_on in ("block", "warn", "never"):
+            assert should_fail(verdict, fail_on) is gate.decide(verdict, fail_on)["failed"]
+
+
+def test_summary_lists_every_unassessed_check(matrix):
+    nodes = dict(("n%d" % i, node(containerd=None)) for i in range(5))
+    nodes["gone"] = None
+    result = run(matrix, nodes=nodes, cluster=dict(CLUSTER, distribution=None))
+    text = summarize(result)
+    assert text.endswith("; not assessed: distribution.not_assessed (info: cluster), "
+                         "containerd.not_assessed (warn: n0, n1, n2 and 2 more), node.not_assessed (block: gone), "
+                         "kubelet.skew.not_assessed (block: gone)")
+    assert result["verdict"] == "block"
+    assert "node.not_assessed [gone]" in text
+
+
 def test_summarize(matrix):
     result = run(matrix, nodes={"n1": node(driver={"loaded": False, "version": None})})
     text = summarize(result, "block")
@@ -621,16 +653,21 @@ def test_ten_thousand_nodes(matrix):
     for index in range(10000):
         facts, _expected = FLEET_KINDS[index % len(FLEET_KINDS)]
         nodes["gpu-%05d" % index] = copy.deepcopy(facts) if index < 50 else facts
-    result = evaluate(nodes, cluster=CLUSTER, matrix=matrix)
+    # Two more hosts were asked for and did not answer: coverage.host_unreachable, naming each.
+    expected = list(nodes) + ["gpu-10000", "gpu-10001"]
+    result = evaluate(nodes, cluster=CLUSTER, matrix=matrix, coverage={"expected_hosts": expected})
     by_host = {}
     for finding in result["findings"]:
         by_host.setdefault(finding["subject"], set()).add(finding["id"])
     for index in (0, 1, 2, 3, 4, 9995, 9996, 9997, 9998, 9999):
         assert by_host.get("gpu-%05d" % index, set()) == FLEET_KINDS[index % len(FLEET_KINDS)][1]
     per_kind = 10000 // len(FLEET_KINDS)
-    assert result["counts"]["block"] == per_kind * 3          # branch + containerd range, skew
-    assert result["counts"]["warn"] == per_kind * 3           # point release, two CRI warnings
+    # branch + containerd range, skew; unassessed: the H200's kubelet skew, the factless host's node and skew
+    assert result["counts"]["block"] == per_kind * 6 + 2
+    assert result["counts"]["warn"] == per_kind * 4           # point release, two CRI warnings, H200 containerd
     assert result["counts"]["not_assessed"] == per_kind * 4
+    assert len(result["not_assessed"]) == per_kind * 4
+    assert by_host["gpu-10000"] == by_host["gpu-10001"] == {"coverage.host_unreachable"}
     assert result["verdict"] == "block"
     # Memoised results are per-host copies, not shared dicts.
     first = [f for f in result["findings"] if f["subject"] == "gpu-00001"][0]

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import CompatError, evaluate
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import CompatError, evaluate, summarize
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_cluster_facts import (
     api_served,
     is_facts_form,
@@ -82,10 +82,13 @@ def facts(**changes):
     return out
 
 
-def run(matrix, cluster, nodes=None, target=None):
+def run(matrix, cluster, nodes=None, target=None, coverage="answered"):
+    """evaluate(); by default every host of ``nodes`` was expected and answered."""
     if nodes is None:
         nodes = {"gpu-01": GOOD_NODE, "gpu-02": GOOD_NODE}
-    return evaluate(nodes, cluster=cluster, target=target, matrix=matrix)
+    if coverage == "answered":
+        coverage = {"expected_hosts": list(nodes)}
+    return evaluate(nodes, cluster=cluster, target=target, matrix=matrix, coverage=coverage)
 
 
 def found(result, prefix=""):
@@ -156,7 +159,7 @@ def test_api_served_helper():
     ("1.37.0", "1.34.9", set()),                                   # exactly three minors older
     ("1.37.0", "1.33.9", {("kubelet.skew", "block", "gpu-03")}),  # four minors older
     ("1.36.4", "1.37.0", {("kubelet.skew", "block", "gpu-03")}),  # newer than the API server
-    ("1.37.0", None, {("kubelet.skew.not_assessed", "info", "gpu-03")}),
+    ("1.37.0", None, {("kubelet.skew.not_assessed", "block", "gpu-03")}),
 ])
 def test_kubelet_skew_per_node(matrix, api, kubelet, expected):
     cluster = facts(**{"api_server.version": api})
@@ -200,7 +203,7 @@ def test_play_hosts_map_to_nodes_by_short_name(matrix):
     ([cr("cluster-policy")], [], set(), None),
     ([], [cr("gpu-cluster")], set(), None),
     ([], [], set(), None),
-    (None, [cr("gpu-cluster")], {("operator.exclusive_resources.not_assessed", "info", "cluster")},
+    (None, [cr("gpu-cluster")], {("operator.exclusive_resources.not_assessed", "block", "cluster")},
      "cluster.cluster_policy not given"),
 ])
 def test_exclusive_resources_named(matrix, policies, gpuclusters, expected, fragment):
@@ -236,7 +239,7 @@ def test_dra_cluster_policy_named(matrix):
     ("device_plugin", "device_plugin", set()),
     ("dra", "device_plugin", set()),
     ("none", "dra", set()),
-    (None, "device_plugin", {("backend.single_per_node.not_assessed", "info", "cluster")}),
+    (None, "device_plugin", {("backend.single_per_node.not_assessed", "block", "cluster")}),
 ])
 def test_single_backend_per_node(matrix, backend, mode, expected):
     cluster = facts()
@@ -278,7 +281,7 @@ def test_dra_play_on_device_plugin_nodes(matrix, backends, expected):
 
 def test_dra_play_not_in_cluster(matrix):
     result = run(matrix, facts(**DRA_FACTS_CHANGES), nodes={"elsewhere": GOOD_NODE}, target={"allocation_mode": "dra"})
-    assert found(result, "backend.dra") == {("backend.dra_canary_pool.not_assessed", "info", "cluster")}
+    assert found(result, "backend.dra") == {("backend.dra_canary_pool.not_assessed", "warn", "cluster")}
 
 
 def test_device_plugin_play_is_not_told_about_canary(matrix):
@@ -290,7 +293,7 @@ def test_device_plugin_play_is_not_told_about_canary(matrix):
 @pytest.mark.parametrize("apis, mode, expected", [
     ({"resource_k8s_io_v1": False, "groups": {}}, "dra", {("kubernetes.dra_api", "block", "cluster")}),
     ({"resource_k8s_io_v1": True, "groups": {}}, "dra", set()),
-    (None, "dra", {("kubernetes.dra_api.not_assessed", "info", "cluster")}),
+    (None, "dra", {("kubernetes.dra_api.not_assessed", "block", "cluster")}),
     ({"resource_k8s_io_v1": False, "groups": {}}, "device_plugin", set()),
 ])
 def test_dra_api_served(matrix, apis, mode, expected):
@@ -370,9 +373,9 @@ def test_gpu_cluster_state(matrix):
 
 def test_operator_section_missing(matrix):
     result = run(matrix, facts(operator=None))
-    assert {("operator.cr_state.not_assessed", "info", "cluster"),
-            ("operator.exclusive_resources.not_assessed", "info", "cluster"),
-            ("operator.upgrade_hops.not_assessed", "info", "cluster")} <= found(result, "operator.")
+    assert {("operator.cr_state.not_assessed", "warn", "cluster"),
+            ("operator.exclusive_resources.not_assessed", "block", "cluster"),
+            ("operator.upgrade_hops.not_assessed", "warn", "cluster")} <= found(result, "operator.")
 
 
 # ---- DeviceClass bridging the Device Plugin's name -------------------------------------------------
@@ -413,7 +416,7 @@ STUCK = [{"namespace": "ml", "name": "train-%d" % i, "state": "deleted,allocated
     ({"total": 10, "allocated": 4, "reserved": 4, "deleting_allocated": 0, "stuck": []}, set()),
     ({"total": 10, "allocated": 4, "reserved": 4, "deleting_allocated": 2, "stuck": STUCK[:2]},
      {("dra.stuck_claims", "warn", "cluster")}),
-    (None, {("dra.stuck_claims.not_assessed", "info", "cluster")}),
+    (None, {("dra.stuck_claims.not_assessed", "warn", "cluster")}),
 ])
 def test_stuck_claims(matrix, claims, expected):
     assert found(run(matrix, facts(resource_claims=claims)), "dra.stuck") == expected
@@ -493,3 +496,72 @@ def test_ten_thousand_cluster_nodes(matrix):
     assert len([f for f in result["findings"] if f["id"] == "backend.single_per_node"]) == 10
     assert len([f for f in result["findings"] if f["id"] == "kubelet.skew"]) == 20
     assert one(result, "backend.single_per_node", "gpu-00000")
+
+
+# ---- coverage: the play's hosts, the cluster's GPU nodes ---------------------------------------
+
+def test_gpu_nodes_of_the_cluster():
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_cluster_facts import gpu_node_names
+    cluster = facts(**{"nodes": {
+        "cp-1": k8s_node(backend="none", gpus=0),
+        "gpu-01": k8s_node(), "dra-01": k8s_node(backend="dra"),
+        "down-01": dict(k8s_node(backend="none", gpus=0), allocatable_gpu=0),          # Device Plugin down
+        "gfd-01": dict(k8s_node(backend=None, gpus=0), labels={"nvidia.com/gpu.present": "true"}),
+    }})
+    assert gpu_node_names(normalize_cluster(cluster)) == ["down-01", "dra-01", "gfd-01", "gpu-01"]
+    assert gpu_node_names(normalize_cluster({"kubernetes_version": "1.37.0"})) is None
+    assert gpu_node_names(normalize_cluster(facts(nodes=None))) is None
+    assert gpu_node_names(None) is None
+
+
+def test_unreachable_host_blocks_naming_it(matrix):
+    result = run(matrix, FACTS, coverage={"expected_hosts": ["gpu-01", "gpu-02", "gpu-03"]})
+    assert result["verdict"] == "block"
+    assert found(result, "coverage.") == {("coverage.host_unreachable", "block", "gpu-03")}
+    assert result["findings"][0]["id"] == "coverage.host_unreachable"  # coverage comes first
+    assert "host gpu-03 was to be covered but did not answer" in result["findings"][0]["message"]
+    assert result["counts"]["block"] == 1
+
+
+def test_failed_host_and_the_roles_reasons(matrix):
+    result = run(matrix, FACTS, nodes={"gpu-01": GOOD_NODE},
+                 coverage={"expected_hosts": ["gpu-01", "gpu-02"], "answered_hosts": ["gpu-01"],
+                           "failed_hosts": {"gpu-02": "failed: gpu_node_facts timed out after 60 s"}})
+    assert found(result, "coverage.") == {("coverage.host_failed", "block", "gpu-02")}
+    assert "gpu_node_facts timed out" in one(result, "coverage.host_failed")["message"]
+    assert "coverage.host_failed [gpu-02]" in summarize(result)
+
+
+def test_gpu_node_missing_from_the_inventory_warns(matrix):
+    cluster = facts(**{"nodes.gpu-03": k8s_node()})
+    result = run(matrix, cluster)
+    assert result["verdict"] == "warn"
+    assert found(result, "coverage.") == {("coverage.node_not_in_inventory", "warn", "gpu-03")}
+    # The whole inventory (groups['all']) knows it: a play limited to one pool is not a gap.
+    limited = run(matrix, cluster, coverage={"expected_hosts": ["gpu-01", "gpu-02"],
+                                             "inventory_hosts": ["gpu-01", "gpu-02", "gpu-03"]})
+    assert found(limited, "coverage.") == set() and limited["verdict"] == "pass"
+    # host_node_names maps an inventory name to the node name.
+    renamed = run(matrix, cluster, nodes={"gpu-01": GOOD_NODE, "gpu-02": GOOD_NODE, "worker-c": GOOD_NODE},
+                  coverage={"expected_hosts": ["gpu-01", "gpu-02", "worker-c"], "host_node_names": {"worker-c": "gpu-03"}})
+    assert found(renamed, "coverage.") == set()
+
+
+def test_coverage_not_given_is_listed(matrix):
+    result = run(matrix, FACTS, coverage=None)
+    assert result["verdict"] == "pass"
+    assert ("coverage.not_assessed", "info", "cluster") in found(result, "coverage.")
+    assert [e["id"] for e in result["not_assessed"]] == ["coverage.not_assessed", "distribution.not_assessed"]
+
+
+@pytest.mark.parametrize("coverage, message", [
+    ({"expected_hosts": "gpu-01"}, "expected_hosts: expected a list of host names"),
+    ({"expected_hosts": [1]}, "expected_hosts: expected a list of host names"),
+    ({"failed_hosts": ["gpu-01"]}, "failed_hosts: expected a dict host -> reason"),
+    ({"host_node_names": {"a": 1}}, "host_node_names: node names must be strings"),
+    ({"hosts": []}, "coverage: unknown key 'hosts'"),
+])
+def test_bad_coverage(matrix, coverage, message):
+    with pytest.raises(CompatError) as info:
+        run(matrix, FACTS, coverage=coverage)
+    assert message in str(info.value)

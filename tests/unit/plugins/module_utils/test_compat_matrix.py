@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import copy
 import os
+import re
 
 import pytest
 import yaml
@@ -244,3 +245,115 @@ def test_rules_are_documented():
         text = handle.read()
     for rule in compat_matrix.RULES:
         assert "`%s`" % rule in text, rule
+
+
+# ---- when_not_assessed, defaults, the rule-kind table ---------------------------------------------
+
+def test_when_not_assessed_defaults_to_the_severity(bundled):
+    rows = dict((row["id"], row) for doc in bundled["documents"] for row in doc["rows"] if doc["name"] != "gpu-operator-26.3.yml")
+    assert rows["driver.branch"]["when_not_assessed"] == "block"
+    assert rows["kubelet.skew"]["when_not_assessed"] == "block"
+    assert rows["operator.cr_state"]["when_not_assessed"] == "warn"
+    assert rows["backend.extended_resource_bridge"]["when_not_assessed"] == "info"
+    # The explicit exceptions (docs/compat-matrix.md § When a check cannot be assessed).
+    assert rows["containerd.validated_range"]["when_not_assessed"] == "warn"
+    assert rows["operator.upgrade_hops"]["when_not_assessed"] == "warn"
+    for doc in bundled["documents"]:
+        for row in doc["rows"]:
+            assert row["when_not_assessed"] in ("block", "warn", "info"), row["id"]
+
+
+def test_when_not_assessed_is_validated():
+    with pytest.raises(MatrixError, match=r"rows\[0\].when_not_assessed: expected one of block, warn, info, got 'maybe'"):
+        validate_document(_mutated(_set(["rows", 0, "when_not_assessed"], "maybe")), RELEASE_FILE)
+
+
+def test_every_row_policy_is_documented(bundled):
+    """docs/compat-matrix.md lists each bundled row's when_not_assessed (the table beside the matrix)."""
+    with open(os.path.join(MATRIX_DIR, os.pardir, os.pardir, "docs", "compat-matrix.md")) as handle:
+        text = handle.read()
+    section = text.split("## When a check cannot be assessed", 1)[1].split("\n## ", 1)[0]
+    for doc in bundled["documents"]:
+        for row in doc["rows"]:
+            if row["rule"] in ("components", "lifecycle", "no_data", "distribution_status"):
+                continue  # never not assessed, or by the rule's own row (listed as a group)
+            line = [ln for ln in section.splitlines() if ln.startswith("| `%s`" % row["id"])]
+            assert line, row["id"]
+            assert "| %s |" % row["when_not_assessed"] in line[0] or "| %s " % row["when_not_assessed"] in line[0], (
+                row["id"], line[0])
+
+
+def test_default_target_release_is_data(bundled):
+    assert compat_matrix.matrix_defaults(bundled) == {"target_operator_version": "26.7.0"}
+    assert compat_matrix.default_target_operator_version(bundled) == "26.7.0"
+    single = load_matrix(os.path.join(MATRIX_DIR, "gpu-operator-26.3.yml"))
+    assert compat_matrix.default_target_operator_version(single) == "26.3"
+    both = build_matrix_set([d for d in bundled["documents"] if d["kind"] == "release"])
+    assert compat_matrix.default_target_operator_version(both) is None
+
+
+@pytest.mark.parametrize("defaults, message", [
+    ({"target_operator_version": "26.7.x"}, "common.yml: defaults.target_operator_version: expected a quoted operator release"),
+    ({"target_operator_version": 26.7}, "defaults.target_operator_version: expected a non-empty string"),
+    ({"operator": "26.7.0"}, "common.yml: defaults.operator: unknown field"),
+    (["26.7.0"], "common.yml: defaults: expected a mapping"),
+])
+def test_bad_defaults(defaults, message):
+    with pytest.raises(MatrixError) as info:
+        validate_document(_mutated(_set(["defaults"], defaults), "common.yml"), "common.yml")
+    assert message in str(info.value)
+
+
+def test_two_common_files_disagreeing_on_a_default(bundled):
+    other = copy.deepcopy(_raw("common.yml"))
+    other["rows"] = []
+    del other["releases"]
+    other["defaults"] = {"target_operator_version": "26.3.2"}
+    docs = list(bundled["documents"]) + [validate_document(other, "local.yml")]
+    with pytest.raises(MatrixError, match="local.yml: defaults.target_operator_version '26.3.2' differs from '26.7.0'"):
+        compat_matrix.matrix_defaults(build_matrix_set(docs))
+
+
+def _role_literals():
+    """(file, variable, literal) of every target operator version default the roles and playbooks repeat."""
+    root = os.path.join(MATRIX_DIR, os.pardir, os.pardir)
+    found = []
+    for role in sorted(os.listdir(os.path.join(root, "roles"))):
+        specs = os.path.join(root, "roles", role, "meta", "argument_specs.yml")
+        if os.path.exists(specs):
+            with open(specs) as handle:
+                doc = yaml.safe_load(handle) or {}
+            for entry in (doc.get("argument_specs") or {}).values():
+                for name, option in (entry.get("options") or {}).items():
+                    if name.endswith("target_operator_version") and option.get("default"):
+                        found.append((specs, name, option["default"]))
+        defaults = os.path.join(root, "roles", role, "defaults", "main.yml")
+        if os.path.exists(defaults):
+            with open(defaults) as handle:
+                doc = yaml.safe_load(handle) or {}
+            for name, value in doc.items():
+                if name.endswith("target_operator_version") and isinstance(value, str):
+                    for literal in re.findall(r"default\('([^']*)'\)", value) or ([] if "{{" in value else [value]):
+                        if literal:
+                            found.append((defaults, name, literal))
+    return found
+
+
+def test_role_defaults_equal_the_data_default(bundled):
+    """Roles may repeat the default target release as a literal (argument specs need one): it must be the data's."""
+    default = compat_matrix.default_target_operator_version(bundled)
+    for path, name, literal in _role_literals():
+        assert literal == default, "%s: %s default %r differs from data/matrix/common.yml defaults %r" % (
+            path, name, literal, default)
+
+
+def test_rule_kind_table():
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import compat_rules
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_rule_kind import RuleKind
+    assert compat_matrix.RULES is compat_rules.RULE_KINDS
+    assert len(compat_rules.ORDERED_KINDS) == len(compat_rules.RULE_KINDS)
+    for name, kind in compat_rules.RULE_KINDS.items():
+        assert isinstance(kind, RuleKind) and kind.name == name
+    assert [k.name for k in compat_rules.NODE_KINDS] == [
+        "version_range", "kubelet_skew", "containerd_cri", "driver_branch", "driver_point_release", "dra_floor",
+        "passthrough"]

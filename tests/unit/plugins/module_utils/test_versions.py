@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.versions import (
     compare_prefix,
     parse_version,
+    release_key,
     version_in_range,
 )
 
@@ -41,3 +42,21 @@ def test_range_at_bound_precision():
     assert compare_prefix("1.34.1", "1.34.2") == -1
     with pytest.raises(ValueError):
         compare_prefix("x", "1.0")
+
+
+@pytest.mark.parametrize("text, key", [
+    ("26.3.x", "26.3"), ("26.3.X", "26.3"), ("26.3.*", "26.3"), ("v26.7.0", "26.7.0"), ("26.7.0", "26.7.0"),
+    (" 26.6.x ", "26.6"), ("26.3", "26.3"),
+])
+def test_release_key(text, key):
+    assert release_key(text) == parse_version(key)
+
+
+@pytest.mark.parametrize("text", ["26", "next", "", None, 26.6, "x.x"])
+def test_release_key_refuses(text):
+    assert release_key(text) is None
+
+
+def test_release_key_orders_releases():
+    names = ["26.7.0", "26.3.x", "v26.6.2", "25.10.1"]
+    assert sorted(names, key=release_key) == ["25.10.1", "26.3.x", "v26.6.2", "26.7.0"]

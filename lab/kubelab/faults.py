@@ -7,8 +7,10 @@ A fault is a one-key mapping ``{<kind>: {params}}`` (JSON or YAML). Every kind t
 and the request-shaped kinds take ``count`` (how many requests it hits):
 
 ==========================  =====================================================================
-``api_error``               ``code`` 429 | 500 | 503 (default 500), optional ``path`` (a regular
-                            expression searched in the URL path) and ``method`` (one or a list)
+``api_error``               ``code`` 403 | 429 | 500 | 502 | 503 | 504 (default 500), optional
+                            ``path`` (a regular expression searched in the URL path), ``method``
+                            (one or a list) and, for 403, ``user`` (the name in the message);
+                            429 answers ``Retry-After: 1`` (``retry_after`` seconds)
 ``eviction``                evictions (POST pods/<name>/eviction): ``delay`` seconds (slow) and/or
                             ``code`` 429 | 500 (failing)
 ``reboot``                  ``node`` (required): NotReady for ``seconds`` (default 5), then Ready with
@@ -43,7 +45,7 @@ from kubelab.errors import ApiError
 
 KINDS = {
     # kind: {param: type}; "after", "seconds" are common to all
-    "api_error": {"code": int, "count": int, "path": str, "method": (str, list)},
+    "api_error": {"code": int, "count": int, "path": str, "method": (str, list), "user": str, "retry_after": int},
     "eviction": {"delay": (int, float), "code": int, "count": int},
     "reboot": {"node": str, "comes_back": bool},
     "dra_plugin_restart": {"node": str},
@@ -56,7 +58,9 @@ COMMON = {"after": (int, float), "seconds": (int, float)}
 REQUIRED = {"reboot": ("node",), "device_health_unknown": ("node",)}
 DEFAULT_SECONDS = {"reboot": 5.0, "dra_plugin_restart": 2.0}
 ALIASES = {"claim_allocation": "claim_allocation_failure"}
-ERROR_CODES = (429, 500, 503)
+ERROR_CODES = (403, 429, 500, 502, 503, 504)
+EVICTION_CODES = (429, 500, 503)
+DEFAULT_FAULT_USER = "system:serviceaccount:dra-gate:gate"
 HEALTH_CONDITION = "GPUDeviceHealthy"
 HEALTH_TAINT = "kubelab.gpufleet.io/gpu-health"
 _EVICTION = re.compile(r"/pods/[^/]+/eviction$")
@@ -86,8 +90,11 @@ def validate_fault(fault) -> dict:
             raise ValueError("%s.%s: must be >= 0, got %r" % (kind, key, params[key]))
     if "count" in params and params["count"] < 1:
         raise ValueError("%s.count: must be >= 1, got %r" % (kind, params["count"]))
-    if "code" in params and params["code"] not in ERROR_CODES:
-        raise ValueError("%s.code: must be one of %s, got %r" % (kind, ", ".join(map(str, ERROR_CODES)), params["code"]))
+    codes = EVICTION_CODES if kind == "eviction" else ERROR_CODES
+    if "code" in params and params["code"] not in codes:
+        raise ValueError("%s.code: must be one of %s, got %r" % (kind, ", ".join(map(str, codes)), params["code"]))
+    if "retry_after" in params and params["retry_after"] < 0:
+        raise ValueError("%s.retry_after: must be >= 0, got %r" % (kind, params["retry_after"]))
     if "rate" in params and not 0 <= params["rate"] <= 1:
         raise ValueError("%s.rate: must be between 0 and 1, got %r" % (kind, params["rate"]))
     if "path" in params:
@@ -230,7 +237,7 @@ class FaultEngine:
                 fault.hits += 1
                 delay = max(delay, float(fault.params.get("delay", 0)))
                 if error is None and (fault.kind == "api_error" or "code" in fault.params):
-                    error = _error(fault.params.get("code", 500), fault.kind)
+                    error = _error(fault.params.get("code", 500), fault.kind, method, path, fault.params)
         if delay:
             time.sleep(delay)
         return error
@@ -245,13 +252,69 @@ def _request_matches(params: dict, method: str, path: str) -> bool:
     return not params.get("path") or re.search(params["path"], path) is not None
 
 
-def _error(code: int, kind: str) -> ApiError:
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+
+
+def request_attributes(method: str, path: str) -> dict:
+    """What kube-apiserver's RequestInfo resolver makes of a request: verb, API group, resource
+    (with ``/subresource``), namespace and name; ``resource`` is None for non-resource paths."""
+    parts = [p for p in path.split("/") if p]
+    info = {"verb": method.lower(), "group": "", "resource": None, "namespace": None, "name": None}
+    if parts[:2] == ["api", "v1"]:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        info["group"], rest = parts[1], parts[3:]
+    else:
+        rest = []
+    if not rest:
+        info["verb"] = {"GET": "get", "HEAD": "get"}.get(method, method.lower())
+        return info
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        info["namespace"], rest = rest[1], rest[2:]
+    info["resource"] = rest[0] + ("/" + rest[2] if len(rest) > 2 else "")
+    info["name"] = rest[1] if len(rest) > 1 else None
+    if method in ("GET", "HEAD"):
+        info["verb"] = "get" if info["name"] else "list"
+    elif method == "DELETE":
+        info["verb"] = "delete" if info["name"] else "deletecollection"
+    else:
+        info["verb"] = _VERBS.get(method, method.lower())
+    return info
+
+
+def forbidden(method: str, path: str, user: str = DEFAULT_FAULT_USER) -> ApiError:
+    """The 403 kube-apiserver's authorization filter answers (``responsewriters.Forbidden``)."""
+    info = request_attributes(method, path)
+    if info["resource"] is None:
+        return ApiError(403, "Forbidden", 'forbidden: User "%s" cannot %s path "%s"' % (user, info["verb"], path), {})
+    resource = info["resource"]
+    subject = resource.split("/")[0] if "/" not in resource else resource
+    if info["name"]:
+        subject = '%s "%s"' % (subject, info["name"])
+    scope = ('in the namespace "%s"' % info["namespace"]) if info["namespace"] else "at the cluster scope"
+    message = '%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s" %s' % (
+        subject, user, info["verb"], resource, info["group"], scope)
+    details = {"group": info["group"], "kind": resource.split("/")[0]}
+    if info["name"]:
+        details["name"] = info["name"]
+    return ApiError(403, "Forbidden", message, details)
+
+
+def _error(code: int, kind: str, method: str = "GET", path: str = "/", params: dict | None = None) -> ApiError:
+    params = params or {}
+    if code == 403:
+        return forbidden(method, path, params.get("user", DEFAULT_FAULT_USER))
     if code == 429:
         return ApiError(429, "TooManyRequests", "the server has received too many requests and has asked us to try "
-                        "again later (kubelab fault %s)" % kind, {"retryAfterSeconds": 1})
+                        "again later (kubelab fault %s)" % kind, {"retryAfterSeconds": int(params.get("retry_after", 1))})
     if code == 503:
         return ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request (kubelab "
                         "fault %s)" % kind, {})
+    if code == 504:
+        return ApiError(504, "Timeout", "Timeout: request did not complete within the allotted timeout (kubelab "
+                        "fault %s)" % kind, {})
+    if code == 502:
+        return ApiError(502, "BadGateway", "the server responded with the status code 502 (kubelab fault %s)" % kind, {})
     return ApiError(500, "InternalError", "Internal error occurred: kubelab fault %s" % kind, {})
 
 

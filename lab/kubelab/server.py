@@ -142,18 +142,24 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _send_json(self, code: int, data, content_type: str = "application/json") -> None:
+    def _send_json(self, code: int, data, content_type: str = "application/json", headers: dict | None = None) -> None:
         payload = json.dumps(data).encode("utf-8")
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
 
     def _send_error(self, exc: ApiError) -> None:
-        self._send_json(exc.code, exc.status())
+        # As kube-apiserver's responsewriters.ErrorNegotiated: a Status with retryAfterSeconds also
+        # sets the Retry-After header (429 from max-in-flight/APF, eviction blocked by a PDB).
+        retry_after = (exc.details or {}).get("retryAfterSeconds")
+        headers = {"Retry-After": str(int(retry_after))} if isinstance(retry_after, int) and retry_after > 0 else None
+        self._send_json(exc.code, exc.status(), headers=headers)
 
     def _dispatch(self) -> None:
         lab = self.server_lab

@@ -61,14 +61,27 @@ options:
     aliases: [key_file]
   proxy:
     description:
-      - URL of an HTTP proxy to reach the API server through.
+      - URL of an HTTP proxy to reach the API server through. Never logged (it may carry credentials).
       - Can also be set with the E(K8S_AUTH_PROXY) environment variable.
     type: str
   request_timeout:
     description:
-      - Seconds to wait for each API request before the module fails naming the call.
+      - Seconds to wait for one attempt of an API request (never more than what is left of O(api_deadline)).
     type: float
     default: 60
+  api_deadline:
+    description:
+      - Total seconds one API request may take, retries included. Answers 429, 500, 502, 503 and 504 and
+        transport failures (connection refused or reset, timeouts) are retried with exponential backoff
+        (0.25 s doubling up to 8 s, with jitter); a C(Retry-After) (seconds) from the server is honoured
+        but never waited past this deadline. At the deadline the module fails naming the request
+        (method and path), the number of attempts and the last status.
+      - Writes (POST, PUT, PATCH, DELETE) are retried only on 429 and 503 (refused before any change) and
+        on a connection that could not be made (nothing sent), never on 500, 502, 504, a reset or a timeout.
+      - A 403 (forbidden) is never retried and never read as an absent object; the module fails naming
+        the verb and the resource.
+    type: float
+    default: 120
 requirements:
   - kubernetes (the Python client) on the host that runs the module
 notes:

@@ -11,9 +11,12 @@ release, DaemonSets/Deployments/ReplicaSets/Pods per watched namespace, and for 
 CRD groups one discovery read per group-version plus one GET per CRD (CRDs are not listed: a
 cluster's full CRD list carries every schema of every operator and can weigh megabytes).
 
-Kinds or groups the server does not serve are not errors: the section stays empty and a
-``problems`` entry says what is not served. A 403 (RBAC) on one list does the same. Other API
-errors propagate as :class:`~.k8s_client.K8sApiError` naming the call.
+Kinds or groups the server does not serve (404) are not errors: the section stays empty and a
+``problems`` entry says what is not served. Forbidden is not absent: a 403 (RBAC) on any read of an
+included section - the Helm storage Secrets, CRDs, ClusterPolicy/GPUCluster, ResourceClaims, nodes,
+everything the gate decides on - propagates as :class:`~.k8s_client.K8sApiError` naming the verb
+and the resource, and the module fails; a section the caller does not need is left out with
+``include`` instead. Other API errors (after the client's retries) propagate the same way.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -39,26 +42,21 @@ class Plan:
         return version in self.groups.get(group, [])
 
     def list(self, what, path, label_selector=None):
-        """Items, or [] with a problem for 403/404 (not allowed / not served)."""
+        """Items, or [] with a problem for a 404 (not served); a 403 or any other error raises."""
         try:
             return self.reader.list(path, label_selector=label_selector)
         except K8sApiError as exc:
             if exc.status == 404:
                 self.problems.append(gc.problem(what, "not served (%s answered 404: %s)" % (exc.call, exc.reason)))
                 return []
-            if exc.status == 403:
-                self.problems.append(gc.problem(what, "forbidden (%s answered 403: %s)" % (exc.call, exc.reason)))
-                return []
             raise
 
     def get_or_none(self, path):
+        """The object, or None for a 404 (absent); a 403 or any other error raises."""
         try:
             return self.reader.get(path)
         except K8sApiError as exc:
             if exc.status == 404:
-                return None
-            if exc.status == 403:
-                self.problems.append(gc.problem(path, "forbidden (%s)" % exc.reason))
                 return None
             raise
 

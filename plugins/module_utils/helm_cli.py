@@ -21,6 +21,13 @@ variables (``HELM_KUBEAPISERVER``, ``HELM_KUBETOKEN``, ``HELM_KUBECAFILE``,
 ``HELM_KUBEINSECURE_SKIP_TLS_VERIFY``), so a token never appears in a process list or an error.
 Sources: helm/helm v4.2.4 ``pkg/cmd/{history,get_values,get_manifest,get_notes,get_metadata}.go``,
 v3.21.4 ``cmd/helm/``; DOMAIN.md section 9.
+
+The controller's ``HELM_*`` variables never change what is read (:func:`helm_environment`, the
+decision per variable in :data:`HELM_ENV_DECISIONS` and docs/helm-state.md): every one is removed
+and a few are pinned, for the CLI and for the library (whose Go runtime copies the environment once,
+when it is loaded, so the module cleans it before loading it). Transient API failures that Helm
+reports (:func:`transient`) are retried within the module's ``api_deadline``
+(:class:`RetryingHelm`); a forbidden read of the release's storage is :class:`HelmForbidden`.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +35,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import re
 
 GET_METADATA_MIN = (3, 13, 0)  # "Restore `helm get metadata` command" is in the v3.13.0 changelog
@@ -287,11 +295,171 @@ def image_digest(image_id):
     return digest if ":" in digest else None
 
 
+# -- the controller's HELM_* environment -------------------------------------------------------------
+
+# Every HELM_* variable of the controller's environment is removed before either backend runs (the
+# prefix rule also covers variables a later Helm adds); the module's own options decide instead.
+# Then HELM_DRIVER, the three homes and HELM_NO_PLUGINS are pinned. Only these are kept, because
+# they choose the helm-python-sdk installation, not what Helm reads:
+HELM_ENV_KEEP = ("HELM_C_LIB",)
+HELM_ENV_DECISIONS = (
+    ("HELM_DRIVER", "pinned to secret: the release storage this collection reads (configmap, sql or memory "
+                    "would read another history, or none)"),
+    ("HELM_DRIVER_SQL_CONNECTION_STRING", "cleared (the sql driver is never used; it is a credential)"),
+    ("HELM_NAMESPACE", "cleared: the namespace option decides (--namespace / the library's namespace)"),
+    ("HELM_KUBECONTEXT", "cleared: the context option decides (the kubeconfig's current context otherwise)"),
+    ("HELM_KUBEAPISERVER", "cleared: the host option decides"),
+    ("HELM_KUBETOKEN", "cleared: the api_key option decides"),
+    ("HELM_KUBECAFILE", "cleared: the ca_cert option decides"),
+    ("HELM_KUBEINSECURE_SKIP_TLS_VERIFY", "cleared: the validate_certs option decides"),
+    ("HELM_KUBETLS_SERVER_NAME", "cleared: the kubeconfig decides"),
+    ("HELM_KUBEASUSER", "cleared: impersonation would read as another identity"),
+    ("HELM_KUBEASGROUPS", "cleared: impersonation would read as other groups"),
+    ("HELM_BURST_LIMIT", "cleared: Helm's default client throttling"),
+    ("HELM_QPS", "cleared: Helm's default client throttling"),
+    ("HELM_MAX_HISTORY", "cleared: only an upgrade prunes history; a capture reads it whole (max_revisions)"),
+    ("HELM_CACHE_HOME", "pinned to an empty private directory of the run (no repository cache, no plugins)"),
+    ("HELM_CONFIG_HOME", "pinned to an empty private directory of the run (no repositories.yaml, no registry logins)"),
+    ("HELM_DATA_HOME", "pinned to an empty private directory of the run (no plugins, no starters)"),
+    ("HELM_PLUGINS", "cleared (under the pinned data home: none)"),
+    ("HELM_NO_PLUGINS", "pinned to 1: no plugin code runs inside a capture"),
+    ("HELM_REGISTRY_CONFIG", "cleared (under the pinned config home): reads use no registry"),
+    ("HELM_REPOSITORY_CONFIG", "cleared (under the pinned config home): reads use no repository"),
+    ("HELM_REPOSITORY_CACHE", "cleared (under the pinned cache home)"),
+    ("HELM_CONTENT_CACHE", "cleared (under the pinned cache home)"),
+    ("HELM_DEBUG", "cleared: debug output would mix into the error messages"),
+    ("HELM_BIN, HELM_PLUGIN_*, other HELM_*", "cleared"),
+)
+
+
+def helm_environment(environ, home):
+    """``environ`` without the controller's HELM_* variables, plus the pinned ones (homes under
+    ``home``, a private directory of the run). Returns ``(env, removed)``; ``removed`` lists the
+    names taken away (values never shown)."""
+    env = dict((k, v) for k, v in environ.items() if not k.startswith("HELM_") or k in HELM_ENV_KEEP)
+    removed = sorted(k for k in environ if k.startswith("HELM_") and k not in HELM_ENV_KEEP)
+    env.update({
+        "HELM_DRIVER": "secret",
+        "HELM_CACHE_HOME": os.path.join(home, "cache"),
+        "HELM_CONFIG_HOME": os.path.join(home, "config"),
+        "HELM_DATA_HOME": os.path.join(home, "data"),
+        "HELM_NO_PLUGINS": "1",
+    })
+    return env, removed
+
+
+def apply_helm_environment(environ, home):
+    """Make ``environ`` (``os.environ`` in the module, before the Helm library is loaded) what
+    :func:`helm_environment` says; returns the names removed."""
+    env, removed = helm_environment(environ, home)
+    for name in removed:
+        del environ[name]
+    for name, value in env.items():
+        if environ.get(name) != value:
+            environ[name] = value
+    return removed
+
+
+# -- transient and forbidden failures ---------------------------------------------------------------
+
+# What client-go (inside helm and the library) says for the answers and transport failures that
+# the kubernetes client retries too (k8s.io/apimachinery errors.NewGenericServerResponse, net errors).
+_TRANSIENT_RE = re.compile("|".join((
+    r"the server is currently unable to handle the request",  # 503
+    r"Internal error occurred",  # 500 with a Status body
+    r"an error on the server .* has prevented the request from succeeding",  # 500 without
+    r"the server has received too many requests",  # 429
+    r"the server was unable to return a response in the time allotted",  # 504
+    r"Timeout: request did not complete within",
+    r"the server responded with the status code 50[234]",  # 502 and others
+    r"connect: connection refused",
+    r"connection reset by peer",
+    r"http2: client connection lost",
+    r"unexpected EOF",
+    r"i/o timeout",
+    r"TLS handshake timeout",
+    r"etcdserver: (leader changed|request timed out)",
+)), re.IGNORECASE)
+_FORBIDDEN_RE = re.compile(r"\bis forbidden\b|\bForbidden\b")
+
+
+def transient(text):
+    """Whether a Helm error (stderr of the CLI, the library's message) is a transient API failure."""
+    return bool(_TRANSIENT_RE.search(text or "")) and not forbidden(text)
+
+
+def forbidden(text):
+    return bool(_FORBIDDEN_RE.search(text or ""))
+
+
+class HelmForbidden(Exception):
+    """Helm could not read the release's storage (its Secrets): RBAC forbids it. Never "absent"."""
+
+    def __init__(self, namespace, release, error):
+        Exception.__init__(self, "forbidden: the Helm storage Secrets of release %s/%s cannot be read (%s); a release "
+                                 "that cannot be read is not an absent one: grant get and list on secrets in "
+                                 "namespace %s" % (namespace, release, error, namespace))
+        self.error = error
+
+
+class HelmRetriesExhausted(Exception):
+    """A transient failure lasted past the deadline."""
+
+    def __init__(self, what, attempts, elapsed, deadline, error, why):
+        Exception.__init__(self, "%s failed after %d attempt(s) in %.1f s (api_deadline %g s), %s; last: %s" % (
+            what, attempts, elapsed, deadline, why, error))
+        self.error = error
+
+
+class RetryingHelm:
+    """A backend (HelmCli or HelmLibrary) whose calls are retried on transient failures within
+    ``policy`` (a :class:`~.k8s_client.RetryPolicy`); ``errors`` are the backend's failure types."""
+
+    def __init__(self, backend, policy, errors, namespace, release):
+        self.backend = backend
+        self.policy = policy
+        self.errors = tuple(errors)
+        self.namespace = namespace
+        self.release = release
+        self.retries = 0
+
+    def __getattr__(self, name):
+        func = getattr(self.backend, name)
+        if not callable(func) or name.startswith("_") or name in ("close",):
+            return func
+
+        def call(*args, **kwargs):
+            return self.call(name, func, *args, **kwargs)
+        return call
+
+    def call(self, what, func, *args, **kwargs):
+        policy = self.policy
+        started = policy.clock()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return func(*args, **kwargs)
+            except self.errors as exc:
+                text = str(exc)
+                if forbidden(text):
+                    raise HelmForbidden(self.namespace, self.release, text)
+                if not transient(text):
+                    raise
+                delay, why = policy.wait(attempts, None, started)
+                if delay is None:
+                    raise HelmRetriesExhausted("helm %s %s/%s" % (what, self.namespace, self.release), attempts,
+                                               policy.clock() - started, policy.deadline, text, why)
+                self.retries += 1
+                policy.sleep(delay)
+
+
 # -- the runner -----------------------------------------------------------------------------------
 
 
 class HelmCli:
-    """Runs helm through ``run(argv, environ_update) -> (rc, stdout, stderr)`` (``module.run_command``).
+    """Runs helm through ``run(argv, environ_update) -> (rc, stdout, stderr)`` (a
+    :class:`~.command_runner.Runner`: a deadline per command, ``CommandTimedOut`` past it).
 
     ``version`` is read once (:meth:`detect_version`) and gates the flags.
     """

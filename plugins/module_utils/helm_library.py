@@ -15,13 +15,21 @@ which one ran:
   object).
 
 Errors are :class:`HelmLibraryCallError` naming the call; the library's absence is
-:data:`HELM_PYTHON_IMPORT_ERROR`.
+:func:`import_error`.
+
+The library is imported only by :func:`load`, never when this file is imported: importing
+``helm_python`` loads the Go library, whose runtime copies the process environment once, at that
+moment. The module first removes the controller's ``HELM_*`` variables
+(:func:`~.helm_cli.apply_helm_environment`), then loads the library, so they cannot change what it
+reads (HELM_KUBECONTEXT, HELM_KUBEAPISERVER, HELM_KUBETOKEN, HELM_KUBEASUSER, ...).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import importlib.util
+import sys
 import traceback
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import (
@@ -29,13 +37,35 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import 
     normalize_history_entry,
 )
 
-try:
-    import helm_python
-except ImportError:
-    helm_python = None
-    HELM_PYTHON_IMPORT_ERROR = traceback.format_exc()
-else:
-    HELM_PYTHON_IMPORT_ERROR = None
+helm_python = None
+_IMPORT_ERROR = None
+
+
+def installed():
+    """Whether helm-python-sdk can be imported (checked without loading the Go library)."""
+    if helm_python is not None or "helm_python" in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec("helm_python") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def load():
+    """Import ``helm_python`` (loading the Go library); returns the import traceback, or None."""
+    global helm_python, _IMPORT_ERROR  # pylint: disable=global-statement
+    if helm_python is None and _IMPORT_ERROR is None:
+        try:
+            import helm_python as module  # pylint: disable=import-outside-toplevel
+        except Exception:  # pylint: disable=broad-except  # ImportError, or the native library failing to load
+            _IMPORT_ERROR = traceback.format_exc()
+        else:
+            helm_python = module
+    return _IMPORT_ERROR
+
+
+def import_error():
+    return _IMPORT_ERROR
 
 
 class HelmLibraryCallError(Exception):
@@ -48,7 +78,7 @@ class HelmLibraryCallError(Exception):
 
 
 def available():
-    return helm_python is not None
+    return helm_python is not None or (installed() and load() is None)
 
 
 def library_version():
@@ -70,8 +100,8 @@ class HelmLibrary:
 
     def __init__(self, namespace, kubeconfig=None, context=None, host=None, api_key=None, ca_cert=None,
                  validate_certs=None):
-        if helm_python is None:
-            raise HelmLibraryCallError("import", "helm-python-sdk is not installed")
+        if helm_python is None and load() is not None:
+            raise HelmLibraryCallError("import", "helm-python-sdk is not installed or cannot be loaded")
         options = dict(namespace=namespace, storage_driver="secret")
         if kubeconfig:
             options["kubeconfig_path"] = kubeconfig

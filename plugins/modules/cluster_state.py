@@ -33,6 +33,11 @@ description:
   - Returns C(artifacts) in the shape M(gpufleet.dra_gate.artifact_index) takes. A kind the server does
     not serve (no DeviceClasses without C(resource.k8s.io/v1), no NVIDIA CRDs) is not an error; it is
     listed in C(not_served).
+  - Forbidden is not absent - a 403 on any read (CRDs, ClusterPolicy/GPUCluster, DeviceClasses,
+    RuntimeClasses, Nodes) fails the module naming the verb and the resource, and nothing is written.
+    Transient API failures are retried within O(api_deadline).
+  - Files are written crash-safe (a temporary file in the same directory, fsync, then linked to its
+    final name, so a name that exists is never replaced).
   - Runs on the controller (or a delegate) with the C(kubernetes) Python client.
 author:
   - gpufleet maintainers (@gpufleet)
@@ -79,8 +84,10 @@ attributes:
       - Reads the cluster and reports the directory and files it would write, with the sha256 and size
         of what it would write; creates and writes nothing.
   diff_mode:
-    support: none
-    description: Returns no diff; every run writes new files and never changes one.
+    support: full
+    description:
+      - Returns the files the run adds (path, sha256, size), before empty - every run writes new files and
+        never changes one.
 notes:
   - Needs get/list on CRDs, the captured kinds, DeviceClasses, RuntimeClasses and Nodes.
   - Before re-creating an object from a capture, remove C(metadata.resourceVersion) and C(metadata.uid)
@@ -151,7 +158,11 @@ not_served:
   type: list
   elements: dict
 api_calls:
-  description: Number of HTTP requests made.
+  description: Number of HTTP requests made (retries included).
+  returned: always
+  type: int
+api_retries:
+  description: How many of those requests were retries of a failed attempt (429, 5xx, transport failures).
   returned: always
   type: int
 """
@@ -168,9 +179,15 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client impor
     K8sApiError,
     K8sConfigError,
     K8sLibraryError,
-    K8sReader,
     argspec,
     build_api_client,
+    check_params,
+    reader_from_params,
+)
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import (
+    PrivateFileError,
+    ensure_private_dir,
+    write_private,
 )
 
 MODULE_ARG_SPEC = dict(
@@ -231,16 +248,15 @@ def read(reader, params, not_served):
 
 
 def make_capture_dir(dest, stamp):
-    """Create ``dest`` (0700) and a new ``dest/<stamp>[-N]`` exclusively; returns its path."""
-    if not os.path.isdir(dest):
-        os.makedirs(dest, 0o700)
+    """Create ``dest`` (0700, with its parents) and a new ``dest/<stamp>[-N]`` exclusively; returns its path."""
+    ensure_private_dir(dest)
     while True:
         name = cs.stamp_name(stamp, set(os.listdir(dest)))
         path = os.path.join(dest, name)
         try:
             os.mkdir(path, 0o700)
-        except OSError as exc:
-            if os.path.exists(path):
+        except OSError:
+            if os.path.lexists(path):
                 continue  # taken between the listing and the mkdir: the next suffix
             raise
         os.chmod(path, 0o700)
@@ -248,13 +264,9 @@ def make_capture_dir(dest, stamp):
 
 
 def write_exclusive(path, data):
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.chmod(path, 0o600)
+    """One artifact: its directory 0700, the file 0600 through the crash-safe writer, never replacing one."""
+    ensure_private_dir(os.path.dirname(path))
+    write_private(path, data, replace=False)
 
 
 def main():
@@ -262,6 +274,9 @@ def main():
     params = module.params
     if params["page_size"] < 0:
         module.fail_json(msg="page_size: must be 0 (no paging) or more, got %d" % params["page_size"])
+    bad = check_params(params)
+    if bad:
+        module.fail_json(msg=bad)
     now = datetime.datetime.now(datetime.timezone.utc)
     stamp = params["stamp"] or now.strftime("%Y%m%dT%H%M%SZ")
     if not STAMP_RE.match(stamp):
@@ -276,13 +291,14 @@ def main():
     except K8sConfigError as exc:
         module.fail_json(msg="cannot connect to the cluster: %s" % exc)
     host = (api_client.configuration.host or "").rstrip("/")
-    reader = K8sReader(api_client, page_size=params["page_size"], timeout=params["request_timeout"])
+    reader = reader_from_params(api_client, params, page_size=params["page_size"])
     not_served = []
     try:
         sections = read(reader, params, not_served)
     except K8sApiError as exc:
-        module.fail_json(msg="reading the cluster failed: %s" % exc, call=exc.call, status=exc.status,
-                         api_calls=reader.calls)
+        module.fail_json(msg="reading the cluster failed, nothing was written: %s" % exc, call=exc.call,
+                         status=exc.status, forbidden=exc.forbidden, attempts=exc.attempts, api_calls=reader.calls,
+                         api_retries=reader.retries)
     finally:
         api_client.close()
     files = cs.render(cs.plan(**sections))
@@ -293,7 +309,7 @@ def main():
             capture_dir = make_capture_dir(dest, stamp)
             for item in files:
                 write_exclusive(os.path.join(capture_dir, item["relpath"]), item["text"])
-        except (IOError, OSError) as exc:
+        except (IOError, OSError, PrivateFileError) as exc:
             module.fail_json(msg="dest: cannot write the capture under %s: %s" % (capture_dir, exc), dir=capture_dir)
     captured_at = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     artifacts = []
@@ -303,9 +319,14 @@ def main():
                           "source": host + item["source"], "verify": default_verify(path, item["sha256"]),
                           "captured_at": captured_at})
     verb = "would write" if module.check_mode else "wrote"
+    extra = {}
+    if module._diff:  # pylint: disable=protected-access
+        extra["diff"] = {"before": "", "before_header": "%s (absent)" % capture_dir, "after_header": capture_dir,
+                         "after": "".join("%s  sha256:%s  %d bytes\n" % (a["path"], a["sha256"], a["size"])
+                                          for a in artifacts)}
     module.exit_json(changed=True, dir=capture_dir, artifacts=artifacts, counts=cs.counts(files),
-                     not_served=not_served, api_calls=reader.calls,
-                     msg="%s %d file(s) under %s" % (verb, len(files), capture_dir))
+                     not_served=not_served, api_calls=reader.calls, api_retries=reader.retries,
+                     msg="%s %d file(s) under %s" % (verb, len(files), capture_dir), **extra)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,11 @@ description:
   - One paged list per kind and no request per node. Groups and kinds the server does not serve
     (no C(resource.k8s.io/v1), no NVIDIA CRDs) are not errors; the section is empty and
     C(gpu_cluster.problems) says what is not served.
+  - Forbidden is not absent - a 403 on any read of an included section (nodes, ResourceSlices,
+    DeviceClasses, ResourceClaims, PDBs, RuntimeClasses, the Helm storage Secrets, the operator's
+    workloads, CRDs, ClusterPolicy/GPUCluster) fails the module naming the verb and the resource.
+    Leave out with O(include) what the credentials may not read.
+  - Transient API failures are retried within O(api_deadline) (see the option).
   - Runs on the controller (or a delegate) with the C(kubernetes) Python client.
 author:
   - gpufleet maintainers (@gpufleet)
@@ -72,7 +77,7 @@ attributes:
     support: full
     description: Sets C(ansible_facts.gpu_cluster).
 notes:
-  - Read-only; always returns C(changed=false). Needs get/list on the kinds it reads.
+  - Read-only; always returns C(changed=false). Needs get/list on the kinds of the included sections.
   - The schema is versioned (C(gpu_cluster.schema_version)) and documented in docs/cluster-facts.md.
 seealso:
   - module: gpufleet.dra_gate.gpu_node_facts
@@ -104,10 +109,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 api_calls:
-  description: Number of HTTP requests the module made (discovery included).
+  description: Number of HTTP requests the module made (discovery and retries included).
   returned: always
   type: int
   sample: 17
+api_retries:
+  description: How many of those requests were retries of a failed attempt (429, 5xx, transport failures).
+  returned: always
+  type: int
+  sample: 0
 ansible_facts:
   description: Facts added to the host.
   returned: always
@@ -174,9 +184,10 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client impor
     K8sApiError,
     K8sConfigError,
     K8sLibraryError,
-    K8sReader,
     argspec,
     build_api_client,
+    check_params,
+    reader_from_params,
 )
 
 MODULE_ARG_SPEC = dict(
@@ -193,22 +204,27 @@ def main():
     params = module.params
     if params["page_size"] < 0:
         module.fail_json(msg="page_size: must be 0 (no paging) or more, got %d" % params["page_size"])
+    bad = check_params(params)
+    if bad:
+        module.fail_json(msg=bad)
     try:
         api_client = build_api_client(params)
     except K8sLibraryError as exc:
         module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception)
     except K8sConfigError as exc:
         module.fail_json(msg="cannot connect to the cluster: %s" % exc)
-    reader = K8sReader(api_client, page_size=params["page_size"], timeout=params["request_timeout"])
+    reader = reader_from_params(api_client, params, page_size=params["page_size"])
     try:
         facts = gather(reader, include=params["include"], operator_namespace=params["operator_namespace"],
                        operator_release=params["operator_release"], namespaces=params["namespaces"])
     except K8sApiError as exc:
         module.fail_json(msg="reading the cluster failed: %s" % exc, call=exc.call, status=exc.status,
-                         api_calls=reader.calls)
+                         forbidden=exc.forbidden, attempts=exc.attempts, api_calls=reader.calls,
+                         api_retries=reader.retries)
     finally:
         api_client.close()
-    module.exit_json(changed=False, ansible_facts={"gpu_cluster": facts}, api_calls=reader.calls)
+    module.exit_json(changed=False, ansible_facts={"gpu_cluster": facts}, api_calls=reader.calls,
+                     api_retries=reader.retries)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,17 @@ description:
   - Reads through the C(helm) CLI (what operators have in production; flags chosen from its
     version, Helm 3 or 4) or the Helm library (C(helm-python-sdk)); the pods through the
     C(kubernetes) Python client.
+  - The controller's C(HELM_*) environment variables never change what is read - every one is
+    removed and C(HELM_DRIVER=secret), C(HELM_NO_PLUGINS=1) and empty private C(HELM_CACHE_HOME),
+    C(HELM_CONFIG_HOME), C(HELM_DATA_HOME) are pinned, for both backends (the decision per variable is
+    in docs/helm-state.md). C(removed_helm_env) names the variables that were removed.
+  - Forbidden is not absent - when Helm may not read the release's storage Secrets (HTTP 403) the
+    module fails naming them; only a release with no storage Secret at all is "not found".
+  - Transient API failures that Helm reports (429, 5xx, connection refused or reset) are retried
+    within O(api_deadline); a C(helm) command that runs past O(timeout) is killed and the module
+    fails naming the command and the deadline.
+  - Files are written crash-safe (a temporary file in the same directory, fsync, then linked to its
+    final name, so an existing artifact is never replaced).
   - Runs on the controller (or a delegate).
 author:
   - gpufleet maintainers (@gpufleet)
@@ -67,6 +78,12 @@ options:
     description: At most this many of the newest revisions in the history (C(helm history --max)).
     type: int
     default: 256
+  timeout:
+    description:
+      - Seconds each C(helm) command of the C(cli) backend may run; past it, its whole process group is
+        killed and the module fails naming the command and the deadline.
+    type: float
+    default: 120
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
 attributes:
@@ -74,8 +91,10 @@ attributes:
     support: full
     description: Reads everything and reports the directory, files, sizes and sha256s it would write; writes nothing.
   diff_mode:
-    support: none
-    description: Returns no diff; every run adds a new directory.
+    support: full
+    description:
+      - Returns the files the run adds (path, sha256, size), before empty - every run adds a new directory
+        and never changes a file. No content is shown (values may hold secrets).
 requirements:
   - helm (3 or 4) for the C(cli) backend, or helm-python-sdk for the C(library) backend
 notes:
@@ -186,6 +205,15 @@ backend:
   description: The backend that ran (C(cli) or C(library)) and the Helm version (C(v4.2.3)).
   returned: always
   type: dict
+removed_helm_env:
+  description: Names of the controller's C(HELM_*) environment variables that were removed (never their values).
+  returned: always
+  type: list
+  elements: str
+helm_retries:
+  description: How many Helm calls were retried after a transient API failure.
+  returned: always
+  type: int
 """
 
 import datetime
@@ -193,13 +221,21 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_library
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import CommandTimedOut, Runner
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import (
     HelmCli,
     HelmCommandError,
+    HelmForbidden,
     HelmOutputError,
+    HelmRetriesExhausted,
+    RetryingHelm,
+    apply_helm_environment,
     connection_env,
     image_digest,
     manifest_images,
@@ -207,7 +243,6 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import 
     split_chart,
 )
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_library import (
-    HELM_PYTHON_IMPORT_ERROR,
     HelmLibrary,
     HelmLibraryCallError,
     library_version,
@@ -216,9 +251,16 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client impor
     K8sApiError,
     K8sConfigError,
     K8sLibraryError,
-    K8sReader,
+    RetryPolicy,
     argspec,
     build_api_client,
+    check_params,
+    reader_from_params,
+)
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import (
+    PrivateFileError,
+    ensure_private_dir,
+    write_private,
 )
 
 MODULE_ARG_SPEC = dict(
@@ -229,6 +271,7 @@ MODULE_ARG_SPEC = dict(
     helm_binary=dict(type="str", default="helm"),
     revision=dict(type="int"),
     max_revisions=dict(type="int", default=256),
+    timeout=dict(type="float", default=120.0),
 )
 
 FILES = (
@@ -252,14 +295,15 @@ def _backend(module):
     params = module.params
     choice = params["backend"]
     if choice == "auto":
-        choice = "library" if HELM_PYTHON_IMPORT_ERROR is None else "cli"
+        choice = "library" if helm_library.installed() and helm_library.load() is None else "cli"
     if params.get("client_cert") or params.get("client_key"):
         module.fail_json(msg="client_cert/client_key cannot be passed to Helm (%s backend); "
                              "put the client certificate in the kubeconfig" % choice)
     kubeconfig = params.get("kubeconfig")
     if choice == "library":
-        if HELM_PYTHON_IMPORT_ERROR is not None:
-            module.fail_json(msg=missing_required_lib("helm-python-sdk"), exception=HELM_PYTHON_IMPORT_ERROR)
+        error = helm_library.load()
+        if error is not None:
+            module.fail_json(msg=missing_required_lib("helm-python-sdk"), exception=error)
         try:
             reader = HelmLibrary(params["namespace"], kubeconfig=kubeconfig, context=params.get("context"),
                                  host=params.get("host"), api_key=params.get("api_key"),
@@ -271,12 +315,9 @@ def _backend(module):
     if os.sep not in helm:
         helm = module.get_bin_path(helm, required=True)
 
-    def run(argv, env):
-        return module.run_command(argv, environ_update=env)
-
     env = connection_env(host=params.get("host"), api_key=params.get("api_key"), ca_cert=params.get("ca_cert"),
                          validate_certs=params.get("validate_certs"), proxy=params.get("proxy"))
-    reader = HelmCli(run, helm=helm, namespace=params["namespace"], kubeconfig=kubeconfig,
+    reader = HelmCli(Runner(params["timeout"]), helm=helm, namespace=params["namespace"], kubeconfig=kubeconfig,
                      context=params.get("context"), env=env)
     version = reader.detect_version()
     return "cli", reader, "v%d.%d.%d" % version
@@ -379,11 +420,19 @@ def _run_directory(dest, release, revision, now):
     return candidate
 
 
-def _write_new(path, data):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.chmod(path, 0o600)
+def _make_run_directory(dest, release, revision, now):
+    """``dest`` (0700, with its parents) and a new capture directory in it, created exclusively."""
+    ensure_private_dir(dest)
+    while True:
+        directory = _run_directory(dest, release, revision, now)
+        try:
+            os.mkdir(directory, 0o700)
+        except OSError:
+            if os.path.lexists(directory):
+                continue  # taken between the check and the mkdir: the next suffix
+            raise
+        os.chmod(directory, 0o700)
+        return directory
 
 
 def _verify_command(path, sha256):
@@ -415,16 +464,55 @@ def main():
         module.fail_json(msg="revision: must be 1 or more, got %d" % params["revision"])
     if os.path.exists(params["dest"]) and not os.path.isdir(params["dest"]):
         module.fail_json(msg="dest: %s exists and is not a directory" % params["dest"])
+    if not params["timeout"] > 0:
+        module.fail_json(msg="timeout: must be a positive number of seconds, got %r" % params["timeout"])
+    bad = check_params(params)
+    if bad:
+        module.fail_json(msg=bad)
 
+    # The controller's HELM_* variables are removed (and a few pinned) before either backend runs
+    # and before the Helm library is loaded: its Go runtime copies the environment at load time.
+    helm_home = tempfile.mkdtemp(prefix="dra-gate-helm-")
     try:
-        backend, reader, helm_version = _backend(module)
+        removed_env = apply_helm_environment(os.environ, helm_home)
+        result = _read_release(module, release, namespace)
+    finally:
+        shutil.rmtree(helm_home, ignore_errors=True)
+    result["removed_helm_env"] = removed_env
+    _write_capture(module, **result)
+
+
+def _read_release(module, release, namespace):
+    params = module.params
+    helm_retries = 0
+    try:
+        backend, backend_reader, helm_version = _backend(module)
+        reader = RetryingHelm(backend_reader, RetryPolicy(deadline=params["api_deadline"]),
+                              (HelmCommandError, HelmLibraryCallError), namespace, release)
         try:
             entry, history, values_user, values_all, manifest, notes, chart, objects = capture(module, reader)
         finally:
+            helm_retries = reader.retries
             if backend == "library":
-                reader.close()
-    except (HelmCommandError, HelmLibraryCallError, HelmOutputError) as exc:
-        module.fail_json(msg="reading helm release %s/%s failed: %s" % (namespace, release, exc))
+                backend_reader.close()
+    except HelmForbidden as exc:
+        module.fail_json(msg="reading helm release %s/%s failed: %s" % (namespace, release, exc), forbidden=True,
+                         helm_retries=helm_retries)
+    except CommandTimedOut as exc:
+        module.fail_json(msg="reading helm release %s/%s failed: %s" % (namespace, release, exc), timed_out=True,
+                         helm_retries=helm_retries)
+    except (HelmCommandError, HelmLibraryCallError, HelmOutputError, HelmRetriesExhausted) as exc:
+        module.fail_json(msg="reading helm release %s/%s failed: %s" % (namespace, release, exc),
+                         helm_retries=helm_retries)
+    return dict(entry=entry, history=history, values_user=values_user, values_all=values_all, manifest=manifest,
+                notes=notes, chart=chart, objects=objects, backend=backend, helm_version=helm_version,
+                helm_retries=helm_retries)
+
+
+def _write_capture(module, entry, history, values_user, values_all, manifest, notes, chart, objects, backend,
+                   helm_version, helm_retries, removed_helm_env):
+    params = module.params
+    release, namespace = params["release"], params["namespace"]
     revision = entry["revision"]
     manifest_list = manifest_images(objects, namespace)
 
@@ -435,9 +523,10 @@ def main():
     except K8sConfigError as exc:
         module.fail_json(msg="cannot connect to the cluster: %s" % exc)
     try:
-        running = running_images(K8sReader(api_client, timeout=params["request_timeout"]), objects, namespace, release)
+        running = running_images(reader_from_params(api_client, params), objects, namespace, release)
     except K8sApiError as exc:
-        module.fail_json(msg="reading the release's pods failed: %s" % exc, call=exc.call, status=exc.status)
+        module.fail_json(msg="reading the release's pods failed: %s" % exc, call=exc.call, status=exc.status,
+                         forbidden=exc.forbidden, attempts=exc.attempts)
     finally:
         api_client.close()
     images = _images_document(manifest_list, running)
@@ -470,24 +559,36 @@ def main():
     }
     index_path = os.path.join(directory, "index.json")
     result = dict(changed=True, directory=directory, index=index_path, artifacts=artifacts, summary=summary,
-                  backend={"name": backend, "helm_version": helm_version})
+                  backend={"name": backend, "helm_version": helm_version}, removed_helm_env=removed_helm_env,
+                  helm_retries=helm_retries)
     if module.check_mode:
+        _add_diff(module, result)
         module.exit_json(msg="would write %d files into %s" % (len(artifacts) + 1, directory), **result)
 
     try:
-        if not os.path.isdir(dest):
-            os.makedirs(dest, 0o700)
-            os.chmod(dest, 0o700)
-        os.mkdir(directory, 0o700)
-        os.chmod(directory, 0o700)
+        made = _make_run_directory(dest, release, revision, now)
+        if made != directory:  # the name was taken meanwhile: the paths follow the directory made
+            for artifact in artifacts:
+                artifact["path"] = os.path.join(made, os.path.basename(artifact["path"]))
+                artifact["verify"] = _verify_command(artifact["path"], artifact["sha256"])
+            directory, index_path = made, os.path.join(made, "index.json")
+            result.update(directory=directory, index=index_path)
         for artifact in artifacts:
-            _write_new(artifact["path"], contents[os.path.basename(artifact["path"])])
-        _write_new(index_path, _json_bytes({
+            write_private(artifact["path"], contents[os.path.basename(artifact["path"])], replace=False)
+        write_private(index_path, _json_bytes({
             "schema_version": 1, "captured_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "summary": summary,
-            "backend": result["backend"], "artifacts": artifacts}))
-    except (IOError, OSError) as exc:
+            "backend": result["backend"], "artifacts": artifacts}), replace=False)
+    except (IOError, OSError, PrivateFileError) as exc:
         module.fail_json(msg="writing the capture into %s failed: %s" % (directory, exc), directory=directory)
+    _add_diff(module, result)
     module.exit_json(msg="wrote %d files into %s" % (len(artifacts) + 1, directory), **result)
+
+
+def _add_diff(module, result):
+    if module._diff:  # pylint: disable=protected-access
+        lines = ["%s  sha256:%s  %d bytes\n" % (a["path"], a["sha256"], a["size"]) for a in result["artifacts"]]
+        result["diff"] = {"before": "", "before_header": "%s (absent)" % result["directory"],
+                          "after_header": result["directory"], "after": "".join(lines) + result["index"] + "\n"}
 
 
 if __name__ == "__main__":

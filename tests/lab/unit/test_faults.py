@@ -59,7 +59,8 @@ def node(lab, name):
 @pytest.mark.parametrize("fault, message", [
     ({"nope": {}}, "unknown fault kind 'nope'"),
     ({"reboot": {"seconds": 3}}, "reboot.node: is required"),
-    ({"api_error": {"code": 404}}, "api_error.code: must be one of 429, 500, 503"),
+    ({"api_error": {"code": 404}}, "api_error.code: must be one of 403, 429, 500, 502, 503, 504"),
+    ({"eviction": {"code": 403}}, "eviction.code: must be one of 429, 500, 503"),
     ({"api_error": {"count": 0}}, "api_error.count: must be >= 1"),
     ({"claim_allocation_failure": {"rate": 2}}, "rate: must be between 0 and 1"),
     ({"eviction": {}}, "give delay"),
@@ -104,6 +105,32 @@ def test_api_errors_count_path_and_method(lab):
     assert first[0] == second[0] == 429 and first[1]["reason"] == "TooManyRequests"
     assert third[0] == 200
     assert http(lab, "/kubelab/faults")[1]["faults"][0]["hits"] == 2
+
+
+def test_api_error_403_is_kube_apiservers_forbidden(lab):
+    http(lab, "/kubelab/faults", "POST", [{"api_error": {"code": 403, "path": "/secrets$", "count": 1}},
+                                          {"api_error": {"code": 403, "path": "^/api/v1/nodes/", "count": 1,
+                                                         "user": "alice"}}])
+    code, body = http(lab, "/api/v1/namespaces/gpu-operator/secrets")
+    assert code == 403 and body["reason"] == "Forbidden" and body["code"] == 403
+    assert body["message"] == ('secrets is forbidden: User "system:serviceaccount:dra-gate:gate" cannot list resource '
+                               '"secrets" in API group "" in the namespace "gpu-operator"')
+    assert body["details"] == {"group": "", "kind": "secrets"}
+    code, body = http(lab, "/api/v1/nodes/gpu-1")
+    assert body["message"] == ('nodes "gpu-1" is forbidden: User "alice" cannot get resource "nodes" in API group "" '
+                               'at the cluster scope')
+    assert http(lab, "/api/v1/namespaces/gpu-operator/secrets")[0] == 200  # count 1: gone
+    http(lab, "/kubelab/faults", "DELETE")
+
+
+def test_api_error_429_sends_retry_after(lab):
+    http(lab, "/kubelab/faults", "POST", {"api_error": {"code": 429, "count": 1, "retry_after": 2}})
+    request = urllib.request.Request(lab.url + "/api/v1/nodes")
+    with pytest.raises(urllib.error.HTTPError) as exc:
+        urllib.request.urlopen(request, timeout=20)
+    assert exc.value.code == 429 and exc.value.headers["Retry-After"] == "2"
+    assert json.loads(exc.value.read())["details"]["retryAfterSeconds"] == 2
+    http(lab, "/kubelab/faults", "DELETE")
 
 
 def test_api_error_burst_by_duration_then_clear(lab):

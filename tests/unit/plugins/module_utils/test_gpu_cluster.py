@@ -335,10 +335,37 @@ def test_include_limits_the_reads():
     assert facts["nodes"] is None and facts["operator"] is None and facts["pdbs"] == []
 
 
-def test_forbidden_is_a_problem_other_errors_propagate():
+@pytest.mark.parametrize("path,include", [
+    ("/apis/policy/v1/poddisruptionbudgets", ["pdbs"]),
+    ("/api/v1/namespaces/gpu-operator/secrets", ["operator"]),
+    ("/api/v1/nodes", ["nodes"]),
+])
+def test_forbidden_is_not_absent_it_fails_naming_the_read(path, include):
+    answers = bare_cluster({"policy": ["v1"], "node.k8s.io": ["v1"]})
+    with pytest.raises(K8sApiError) as exc:
+        gather(RecordedReader(answers, errors={path: 403}), include=include)
+    assert exc.value.status == 403 and exc.value.forbidden
+    assert str(exc.value).startswith("forbidden: cannot list ")
+    assert path in str(exc.value)
+
+
+def test_forbidden_crd_or_custom_resources_fail():
+    groups = {"nvidia.com": ["v1"], "node.k8s.io": ["v1"]}
+    answers = bare_cluster(groups)
+    answers["/apis/nvidia.com/v1"] = {"resources": [{"name": "clusterpolicies"}]}
+    crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterpolicies.nvidia.com"
+    with pytest.raises(K8sApiError) as exc:
+        gather(RecordedReader(answers, errors={crd_path: 403}), include=["operator"])
+    assert 'get customresourcedefinitions.apiextensions.k8s.io "clusterpolicies.nvidia.com"' in str(exc.value)
+    answers[crd_path] = {"metadata": {"name": "clusterpolicies.nvidia.com"},
+                         "spec": {"group": "nvidia.com", "versions": [{"name": "v1", "served": True, "storage": True}]}}
+    with pytest.raises(K8sApiError) as exc:
+        gather(RecordedReader(answers, errors={"/apis/nvidia.com/v1/clusterpolicies": 403}), include=["operator"])
+    assert "forbidden: cannot list clusterpolicies.nvidia.com" in str(exc.value)
+
+
+def test_other_errors_propagate():
     answers = bare_cluster({"policy": ["v1"]})
-    facts = gather(RecordedReader(answers, errors={"/apis/policy/v1/poddisruptionbudgets": 403}), include=["pdbs"])
-    assert facts["pdbs"] == [] and "forbidden" in facts["problems"][0]["reason"]
     with pytest.raises(K8sApiError) as exc:
         gather(RecordedReader(answers, errors={"/apis/policy/v1/poddisruptionbudgets": 500}), include=["pdbs"])
     assert "GET /apis/policy/v1/poddisruptionbudgets" in str(exc.value)
@@ -389,8 +416,9 @@ def test_reader_errors_name_the_call():
               "reason": "Forbidden", "code": 403}
     with pytest.raises(K8sApiError) as exc:
         K8sReader(FakeApiClient([FakeResponse(403, status)])).list("/api/v1/nodes")
-    assert exc.value.status == 403
-    assert str(exc.value).startswith("GET /api/v1/nodes?limit=500 failed with HTTP 403: nodes is forbidden")
+    assert exc.value.status == 403 and exc.value.attempts == 1  # never retried
+    assert str(exc.value).startswith("forbidden: cannot list nodes (GET /api/v1/nodes?limit=500 answered HTTP 403: "
+                                     "nodes is forbidden")
 
 
 def test_configuration_from_options(tmp_path):

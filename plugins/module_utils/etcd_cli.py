@@ -4,8 +4,10 @@
 """The one wrapper around ``etcdctl`` and ``etcdutl``: argv lists, parsers, and a runner.
 
 Standard library only, Python 3.8+ (it runs on etcd members). The parsing and argv functions
-are pure; :class:`EtcdCli` runs them through an injected ``run(argv, environ_update)`` callable
-(``AnsibleModule.run_command`` in the modules), with ``ETCDCTL_API=3`` and ``LC_ALL=C``.
+are pure; :class:`EtcdCli` runs them through an injected ``run(argv, environ_update, timeout)`` callable,
+in the modules a ``command_runner.Runner`` (:meth:`EtcdCli.with_deadline`): every command has a
+deadline, its whole process group is killed on expiry and its output is bounded; a timed-out command
+raises :class:`EtcdTimeout` naming the command and the deadline. ``ETCDCTL_API=3`` and ``LC_ALL=C``.
 
 Facts used (DOMAIN.md §5; outputs recorded from the real 3.4.23 and 3.5.1 binaries in
 tests/fixtures/etcd/):
@@ -15,6 +17,11 @@ tests/fixtures/etcd/):
   ``{"Endpoint": ..., "Status": {"header": {"cluster_id", "member_id", "revision", "raft_term"},
   "version", "dbSize", "leader", ...}}``; IDs are uint64 and are returned here as hex strings, the
   form ``etcdctl member list`` prints.
+* ``endpoint status --cluster -w json`` asks the seed endpoint for the member list and prints one
+  entry per member that answered; a member that does not answer is left out of the JSON and named on
+  stderr (``Failed to get the status of endpoint URL (reason)``) and the exit code is 1 (recorded for
+  3.4.23 and 3.5.1 with a stopped member). ``member list -w json`` names every member.
+  :func:`select_member` decides from both which member a snapshot may come from.
 * ``snapshot status -w json`` prints ``{"hash", "revision", "totalKey", "totalSize"}`` (3.6+ adds
   ``version``). etcdctl 3.5 prints a deprecation notice on stderr; etcdctl 3.6 has no ``snapshot
   status``/``restore`` any more, so etcdutl is preferred wherever it exists.
@@ -38,6 +45,10 @@ import hashlib
 import json
 import os
 import re
+from collections import Counter
+
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import command_runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files
 
 ENVIRON = {"ETCDCTL_API": "3", "LC_ALL": "C", "LANG": "C"}
 
@@ -55,6 +66,15 @@ _TIMESTAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 _SNAPSHOT_NAME_RE = r"^%s-(?P<ts>\d{8}T\d{6}Z)-rev(?P<rev>\d+)\.db$"
 
 
+DEFAULT_MAX_RAFT_LAG = 1000
+DEFAULT_MAX_OUTPUT = 1024 * 1024
+MANIFEST_NAME = "dra_gate-etcd-snapshots.json"
+MANIFEST_LOCK = ".dra_gate-etcd-snapshots.lock"
+MANIFEST_KIND = "gpufleet.dra_gate/etcd-snapshot-manifest"
+METADATA_SUFFIX = ".meta.json"
+RESTORE_MARKER = ".dra_gate-restore.json"
+
+
 class EtcdCliError(Exception):
     """A command failed or printed something this wrapper does not understand."""
 
@@ -63,6 +83,12 @@ class EtcdCliError(Exception):
         self.argv = argv
         self.rc = rc
         self.stderr = stderr
+
+
+class EtcdTimeout(EtcdCliError):
+    """A command ran past its deadline; its process group was killed. The message names both."""
+
+    timed_out = True
 
 
 # -- inputs -------------------------------------------------------------------------------------
@@ -149,13 +175,23 @@ def connection_args(endpoint, cacert=None, cert=None, key=None, dial_timeout=Non
     return argv
 
 
-def endpoint_status_argv(etcdctl, endpoint, cacert=None, cert=None, key=None, timeout=10):
+def endpoint_status_argv(etcdctl, endpoint, cacert=None, cert=None, key=None, timeout=10, cluster=False):
+    """``endpoint status -w json`` of one endpoint, or with ``cluster`` of every member it lists."""
     return ([etcdctl] + connection_args(endpoint, cacert, cert, key, dial_timeout=timeout, command_timeout=timeout)
-            + ["endpoint", "status", "-w", "json"])
+            + ["endpoint", "status"] + (["--cluster"] if cluster else []) + ["-w", "json"])
 
 
-def snapshot_save_argv(etcdctl, endpoint, path, cacert=None, cert=None, key=None, dial_timeout=10):
-    return [etcdctl] + connection_args(endpoint, cacert, cert, key, dial_timeout=dial_timeout) + ["snapshot", "save", path]
+def member_list_argv(etcdctl, endpoint, cacert=None, cert=None, key=None, timeout=10):
+    return ([etcdctl] + connection_args(endpoint, cacert, cert, key, dial_timeout=timeout, command_timeout=timeout)
+            + ["member", "list", "-w", "json"])
+
+
+def snapshot_save_argv(etcdctl, endpoint, path, cacert=None, cert=None, key=None, dial_timeout=10,
+                       command_timeout=None):
+    """``snapshot save``; ``command_timeout`` bounds the whole transfer inside etcdctl (the runner's
+    deadline, a little longer, bounds the process)."""
+    return ([etcdctl] + connection_args(endpoint, cacert, cert, key, dial_timeout=dial_timeout,
+                                        command_timeout=command_timeout) + ["snapshot", "save", path])
 
 
 def snapshot_status_argv(tool, path):
@@ -239,39 +275,215 @@ def _hex_id(value):
         return str(value)
 
 
+def _status_entry(entry):
+    """One parsed ``endpoint status`` entry (see :func:`parse_endpoint_status`)."""
+    if not isinstance(entry, dict):
+        raise EtcdCliError("endpoint status entry is not an object: %r" % (entry,))
+    status = entry.get("Status") or {}
+    header = status.get("header") or {} if isinstance(status, dict) else {}
+    if not isinstance(header, dict) or "member_id" not in header or "revision" not in header:
+        raise EtcdCliError("endpoint status has no member_id/revision: %s" % json.dumps(entry)[:300])
+    member = _hex_id(header.get("member_id"))
+    leader = _hex_id(status.get("leader")) if status.get("leader") else None
+    errors = status.get("errors") or []
+
+    def number(value):
+        try:
+            return int(value) if value is not None and not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            return None
+
+    return {
+        "endpoint": entry.get("Endpoint"),
+        "member_id": member,
+        "cluster_id": _hex_id(header.get("cluster_id")),
+        "leader": leader,
+        "is_leader": leader is not None and leader == member,
+        "is_learner": bool(status.get("isLearner")),
+        "revision": number(header["revision"]),
+        "raft_term": number(status.get("raftTerm", header.get("raft_term"))) or 0,
+        "raft_index": number(status.get("raftIndex")),
+        "raft_applied_index": number(status.get("raftAppliedIndex")),
+        "version": status.get("version"),
+        "db_size": status.get("dbSize"),
+        "db_size_in_use": status.get("dbSizeInUse"),
+        "errors": [str(e) for e in errors] if isinstance(errors, list) else [str(errors)],
+    }
+
+
+def parse_endpoint_statuses(text):
+    """Every entry of ``endpoint status [--cluster] -w json`` output (a list, possibly empty)."""
+    for value in _json_lines(text, "["):
+        if isinstance(value, list):
+            return [_status_entry(entry) for entry in value]
+    raise EtcdCliError("endpoint status printed no JSON list: %r" % (text or "")[:300])
+
+
 def parse_endpoint_status(text):
     """The single endpoint's status from ``endpoint status -w json`` output.
 
-    Returns ``{endpoint, member_id, cluster_id, leader, is_leader, revision, raft_term, version,
-    db_size, db_size_in_use, raft_index}``; IDs as hex strings. Raises EtcdCliError when there is
-    not exactly one entry or the fields are missing.
+    Returns ``{endpoint, member_id, cluster_id, leader, is_leader, is_learner, revision, raft_term,
+    raft_index, raft_applied_index, version, db_size, db_size_in_use, errors}``; IDs as hex strings.
+    Raises EtcdCliError when there is not exactly one entry or the fields are missing.
     """
-    for value in _json_lines(text, "["):
-        if not isinstance(value, list):
+    entries = parse_endpoint_statuses(text)
+    if len(entries) != 1:
+        raise EtcdCliError("endpoint status returned %d entries, expected exactly one" % len(entries))
+    return entries[0]
+
+
+_FAILED_STATUS_RE = re.compile(r"Failed to get the status of endpoint (\S+) \((.*)\)\s*$")
+
+
+def parse_status_failures(text):
+    """``{endpoint: reason}`` of the members ``endpoint status`` could not reach (its stderr)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    failures = {}
+    for line in (text or "").splitlines():
+        match = _FAILED_STATUS_RE.search(line.strip())
+        if match:
+            failures[match.group(1)] = match.group(2)[:200]
+    return failures
+
+
+def parse_member_list(text):
+    """``[{member_id, name, peer_urls, client_urls, is_learner}]`` from ``member list -w json``."""
+    for value in _json_lines(text, "{"):
+        if not isinstance(value, dict) or not isinstance(value.get("members"), list):
             continue
-        if len(value) != 1:
-            raise EtcdCliError("endpoint status returned %d entries, expected exactly one" % len(value))
-        entry = value[0]
-        status = entry.get("Status") or {}
-        header = status.get("header") or {}
-        if "member_id" not in header or "revision" not in header:
-            raise EtcdCliError("endpoint status has no member_id/revision: %s" % json.dumps(entry)[:300])
-        member = _hex_id(header.get("member_id"))
-        leader = _hex_id(status.get("leader"))
-        return {
-            "endpoint": entry.get("Endpoint"),
-            "member_id": member,
-            "cluster_id": _hex_id(header.get("cluster_id")),
-            "leader": leader,
-            "is_leader": leader is not None and leader == member,
-            "revision": int(header["revision"]),
-            "raft_term": int(header.get("raft_term", status.get("raftTerm", 0)) or 0),
-            "raft_index": status.get("raftIndex"),
-            "version": status.get("version"),
-            "db_size": status.get("dbSize"),
-            "db_size_in_use": status.get("dbSizeInUse"),
-        }
-    raise EtcdCliError("endpoint status printed no JSON list: %r" % (text or "")[:300])
+        members = []
+        for item in value["members"]:
+            if not isinstance(item, dict) or "ID" not in item:
+                raise EtcdCliError("member list entry without ID: %s" % json.dumps(item)[:300])
+            members.append({"member_id": _hex_id(item.get("ID")), "name": str(item.get("name") or ""),
+                            "peer_urls": [str(u) for u in item.get("peerURLs") or []],
+                            "client_urls": [str(u) for u in item.get("clientURLs") or []],
+                            "is_learner": bool(item.get("isLearner"))})
+        return members
+    raise EtcdCliError("member list printed no members JSON: %r" % (text or "")[:300])
+
+
+def major_minor(version):
+    """``"3.5"`` from ``"3.5.1"``/``"v3.5.17"``; None when there is no ``N.N``."""
+    match = re.match(r"^\s*v?(\d+)\.(\d+)", str(version or ""))
+    return "%s.%s" % (match.group(1), match.group(2)) if match else None
+
+
+def select_member(members, statuses, failures=None, preferred_member_id=None, max_lag=DEFAULT_MAX_RAFT_LAG):
+    """Which member a snapshot may be taken from, and why; raises EtcdCliError when none may.
+
+    ``members`` from :func:`parse_member_list`, ``statuses`` from :func:`parse_endpoint_statuses`
+    of ``endpoint status --cluster``, ``failures`` from :func:`parse_status_failures`.
+
+    A member is refused when it did not answer, reports errors (alarms), is a learner, knows no
+    leader or another leader than the others, is in another cluster or raft term than the leader,
+    or when its lag, the leader's raft index minus the member's applied index (``raftAppliedIndex``,
+    ``raftIndex`` where not printed), exceeds ``max_lag``. The leader must answer (else lag cannot be
+    judged) and the healthy members must be a majority of the voting members.
+
+    Choice: the preferred member (the configured endpoint's) when it passes; else the passing
+    follower with the least lag (then by name); else the leader.
+
+    Returns ``{chosen: <member row>, reason, leader, max_lag, members: [rows]}``; a row is
+    ``{member_id, name, endpoint, client_urls, answered, is_leader, lag, raft_index, raft_applied_index,
+    raft_term, revision, version, healthy, problems}``.
+    """
+    failures = dict(failures or {})
+    max_lag = int(max_lag)
+    by_id = dict((s["member_id"], s) for s in statuses)
+    by_endpoint = dict((s["endpoint"], s) for s in statuses)
+    rows = []
+    known = set()
+    for member in members:
+        status = by_id.get(member["member_id"])
+        if status is None:
+            for url in member["client_urls"]:
+                if url in by_endpoint:
+                    status = by_endpoint[url]
+        known.add(member["member_id"])
+        rows.append((member, status))
+    for status in statuses:  # answered but not in the member list (should not happen)
+        if status["member_id"] not in known:
+            rows.append(({"member_id": status["member_id"], "name": "", "client_urls": [status["endpoint"]],
+                          "is_learner": status.get("is_learner", False)}, status))
+    views = Counter(s["leader"] for _, s in rows if s is not None and s["leader"])
+    leader_id = views.most_common(1)[0][0] if views else None
+    leader = by_id.get(leader_id)
+    table = []
+    for member, status in rows:
+        row = {"member_id": member["member_id"], "name": member.get("name") or "",
+               "client_urls": list(member.get("client_urls") or []),
+               "endpoint": status["endpoint"] if status else (member.get("client_urls") or [None])[0],
+               "answered": status is not None, "is_leader": bool(leader_id and member["member_id"] == leader_id),
+               "lag": None, "problems": []}
+        for key in ("raft_index", "raft_applied_index", "raft_term", "revision", "version", "errors"):
+            row[key] = status.get(key) if status else None
+        problems = row["problems"]
+        if status is None:
+            reasons = [failures[u] for u in row["client_urls"] if u in failures]
+            problems.append("did not answer endpoint status%s" % (": " + reasons[0] if reasons else ""))
+        else:
+            if status.get("errors"):
+                problems.append("reports errors: %s" % "; ".join(status["errors"])[:300])
+            if member.get("is_learner") or status.get("is_learner"):
+                problems.append("is a learner, not a voting member")
+            if not status["leader"]:
+                problems.append("knows no leader")
+            elif status["leader"] != leader_id:
+                problems.append("sees leader %s, the others %s" % (status["leader"], leader_id))
+            if leader is not None:
+                if status["cluster_id"] != leader["cluster_id"]:
+                    problems.append("is in cluster %s, the leader in %s" % (status["cluster_id"], leader["cluster_id"]))
+                if status["raft_term"] != leader["raft_term"]:
+                    problems.append("raft term %s, the leader's %s" % (status["raft_term"], leader["raft_term"]))
+                applied = status["raft_applied_index"] if status["raft_applied_index"] is not None \
+                    else status["raft_index"]
+                if leader["raft_index"] is None or applied is None:
+                    problems.append("prints no raft index: the lag cannot be judged")
+                else:
+                    row["lag"] = max(leader["raft_index"] - applied, 0)
+                    if row["lag"] > max_lag:
+                        problems.append("lags the leader by %d raft entries (applied index %d, leader's raft "
+                                        "index %d), more than max_raft_lag %d"
+                                        % (row["lag"], applied, leader["raft_index"], max_lag))
+        row["healthy"] = not problems
+        table.append(row)
+    table.sort(key=lambda r: (r["name"], r["member_id"]))
+    selection = {"chosen": None, "reason": None, "leader": leader_id, "max_lag": max_lag, "members": table}
+
+    def refuse(why):
+        detail = "; ".join("%s (%s): %s" % (r["name"] or "?", r["member_id"], ", ".join(r["problems"]) or "healthy")
+                           for r in table)
+        error = EtcdCliError("no etcd member may be snapshotted: %s. Members: %s" % (why, detail or "none listed"))
+        error.selection = dict(selection, reason=why)
+        raise error
+
+    if not table:
+        refuse("the member list is empty")
+    if leader_id is None:
+        refuse("no member that answered knows a leader")
+    if leader is None:
+        refuse("the leader %s does not answer, so no member's lag can be judged" % leader_id)
+    voting = [r for r in table if "is a learner, not a voting member" not in r["problems"]]
+    healthy = [r for r in table if r["healthy"]]
+    if len(healthy) * 2 <= len(voting):
+        refuse("only %d of %d voting members are healthy (no quorum of healthy members)" % (len(healthy), len(voting)))
+    preferred = [r for r in table if r["member_id"] == preferred_member_id]
+    if preferred and preferred[0]["healthy"]:
+        chosen, reason = preferred[0], "the configured endpoint's member: healthy, lag %d <= %d" % (
+            preferred[0]["lag"], max_lag)
+    else:
+        followers = sorted((r for r in healthy if not r["is_leader"]), key=lambda r: (r["lag"], r["name"]))
+        chosen = followers[0] if followers else [r for r in healthy if r["is_leader"]][0]
+        why = ("the configured endpoint's member %s is refused (%s)" % (
+            preferred[0]["name"] or preferred[0]["member_id"], ", ".join(preferred[0]["problems"]))
+            if preferred else "the configured endpoint's member is not in the member list")
+        reason = "%s; chose the healthy %s with the least lag (%d <= %d)" % (
+            why, "leader" if chosen["is_leader"] else "follower", chosen["lag"], max_lag)
+    selection["chosen"] = chosen
+    selection["reason"] = reason
+    return selection
 
 
 STATUS_FIELDS = ("hash", "revision", "totalKey", "totalSize")
@@ -435,20 +647,142 @@ def parse_duration(value):
     return seconds
 
 
+# -- this collection's own records: the snapshot manifest, the metadata, the restore marker ----------
+
+
+def metadata_path(snapshot_path):
+    """The metadata file written beside a snapshot: ``<snapshot>.meta.json``."""
+    return snapshot_path + METADATA_SUFFIX
+
+
+def _load_json(path, what):
+    text = private_files.read_text(path)
+    if text is None:
+        if os.path.lexists(path):
+            raise EtcdCliError("%s %s cannot be read" % (what, path))
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise EtcdCliError("%s %s is not valid JSON (%s); fix or move it (nothing was changed)" % (what, path, exc))
+
+
+def read_metadata(snapshot_path):
+    """The metadata dict recorded beside a snapshot, or None when there is none."""
+    data = _load_json(metadata_path(snapshot_path), "snapshot metadata")
+    if data is not None and not isinstance(data, dict):
+        raise EtcdCliError("snapshot metadata %s is not a JSON object" % metadata_path(snapshot_path))
+    return data
+
+
+def read_manifest(directory):
+    """The manifest of snapshots this collection took into ``directory``: ``{kind, snapshots: [...]}``
+    (empty when there is none yet); raises EtcdCliError when it exists but is not one."""
+    path = os.path.join(directory, MANIFEST_NAME)
+    data = _load_json(path, "snapshot manifest")
+    if data is None:
+        return {"kind": MANIFEST_KIND, "snapshots": []}
+    if not isinstance(data, dict) or data.get("kind") != MANIFEST_KIND or not isinstance(data.get("snapshots"), list):
+        raise EtcdCliError("snapshot manifest %s is not a %s; fix or move it (nothing was changed)" % (path, MANIFEST_KIND))
+    return data
+
+
+def _write_manifest(directory, manifest):
+    private_files.write_private(os.path.join(directory, MANIFEST_NAME),
+                                json.dumps(manifest, indent=2, sort_keys=True) + "\n", replace=True)
+
+
+def manifest_entry(path, digest, taken_at, revision, member_id):
+    """The manifest's record of one snapshot: name, sha256, size, inode (to tell it from a file put
+    there later under the same name), time, revision, member."""
+    info = os.stat(path)
+    return {"name": os.path.basename(path), "sha256": digest["sha256"], "size": digest["size"],
+            "inode": info.st_ino, "taken_at": taken_at, "revision": revision, "member_id": member_id}
+
+
+def record_and_prune(directory, entry, prefix, keep, dry_run=False):
+    """Add ``entry`` to the manifest (unless ``dry_run``) and remove the oldest *recorded* snapshots
+    of ``prefix`` so that ``keep`` remain, all under the directory's lock.
+
+    Only files the manifest records are candidates, and only when their size and inode are still the
+    recorded ones; a file that merely matches the name pattern is never touched. Returns
+    ``(pruned paths, skipped [{path, reason}])``. ``dry_run`` (check mode) writes nothing, not even
+    the lock file.
+    """
+    if dry_run:
+        return _plan_prune(directory, entry, prefix, keep)[:2]
+    with private_files.locked(directory, name=MANIFEST_LOCK):
+        pruned, skipped, manifest, kept = _plan_prune(directory, entry, prefix, keep)
+        for path in pruned:
+            os.unlink(path)
+            if os.path.isfile(metadata_path(path)):
+                os.unlink(metadata_path(path))
+        manifest["snapshots"] = kept
+        _write_manifest(directory, manifest)
+        private_files.fsync_dir(directory)
+        return pruned, skipped
+
+
+def _plan_prune(directory, entry, prefix, keep):
+    """(pruned, skipped, manifest, kept entries) without changing anything."""
+    manifest = read_manifest(directory)
+    recorded = [e for e in manifest["snapshots"] if isinstance(e, dict) and e.get("name")]
+    if entry is not None and entry["name"] not in [e["name"] for e in recorded]:
+        recorded.append(entry)
+    names = [e["name"] for e in recorded]
+    protect = [entry["name"]] if entry is not None else []
+    order = prune_candidates(names, prefix, keep, protect=protect)  # newest first
+    doomed = set(order)
+    pruned, skipped, kept = [], [], []
+    for item in recorded:
+        path = os.path.join(directory, item["name"])
+        if item["name"] not in doomed:
+            if os.path.lexists(path) or item["name"] in protect:
+                kept.append(item)
+            continue
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue  # recorded but gone: dropped from the manifest
+        if not os.path.isfile(path) or os.path.islink(path) or info.st_size != item.get("size") \
+                or ("inode" in item and info.st_ino != item["inode"]):
+            skipped.append({"path": path, "reason": "not the recorded file (size, inode or type differ); left alone"})
+            kept.append(item)
+            continue
+        pruned.append(path)
+    pruned.sort(key=lambda path: order.index(os.path.basename(path)))
+    return pruned, skipped, manifest, kept
+
+
+def read_restore_marker(data_dir):
+    """The marker a completed restore left in ``data_dir``, or None."""
+    data = _load_json(os.path.join(data_dir, RESTORE_MARKER), "restore marker")
+    if data is not None and not isinstance(data, dict):
+        raise EtcdCliError("restore marker in %s is not a JSON object" % data_dir)
+    return data
+
+
 # -- running ------------------------------------------------------------------------------------
 
 
 class EtcdCli:
-    """Runs the argv above through ``run(argv, environ_update) -> (rc, stdout, stderr)``.
+    """Runs the argv above through ``run(argv, environ_update, timeout) -> (rc, stdout, stderr)``
+    (a ``command_runner.Runner``; :meth:`with_deadline` makes one).
 
     ``etcdutl`` (optional) is used for ``snapshot status`` and ``restore`` when given; ``etcdctl``
-    otherwise, and always for talking to a member.
+    otherwise, and always for talking to a member. ``timeout`` given to a method is that command's
+    deadline (seconds); without one the runner's default applies.
     """
 
     def __init__(self, run, etcdctl=None, etcdutl=None):
         self._run = run
         self.etcdctl = etcdctl
         self.etcdutl = etcdutl
+
+    @classmethod
+    def with_deadline(cls, timeout, etcdctl=None, etcdutl=None, max_output=DEFAULT_MAX_OUTPUT):
+        """An EtcdCli on a ``command_runner.Runner`` with ``timeout`` as the default deadline."""
+        return cls(command_runner.Runner(timeout, max_output=max_output, environ_update=ENVIRON), etcdctl, etcdutl)
 
     @property
     def offline_tool(self):
@@ -459,8 +793,19 @@ class EtcdCli:
             return "etcdctl", self.etcdctl
         raise EtcdCliError("neither etcdutl nor etcdctl was found")
 
-    def run(self, argv, what):
-        rc, out, err = self._run(argv, dict(ENVIRON))
+    def _call(self, argv, what, timeout=None):
+        try:
+            if timeout is None:
+                return self._run(argv, dict(ENVIRON))
+            return self._run(argv, dict(ENVIRON), timeout)
+        except command_runner.CommandTimedOut as exc:
+            raise EtcdTimeout("%s did not finish within its deadline of %g s: %s"
+                              % (what, exc.result.timeout, exc), argv=argv)
+        except command_runner.CommandError as exc:
+            raise EtcdCliError("%s could not be run: %s" % (what, exc), argv=argv)
+
+    def run(self, argv, what, timeout=None):
+        rc, out, err = self._call(argv, what, timeout)
         if rc != 0:
             raise EtcdCliError("%s failed (rc=%s): %s" % (what, rc, error_summary(err or out)),
                                argv=argv, rc=rc, stderr=err)
@@ -471,36 +816,61 @@ class EtcdCli:
             raise EtcdCliError("etcdctl was not found (set the etcdctl option or put it on PATH)")
         return self.etcdctl
 
-    def endpoint_status(self, endpoint, cacert=None, cert=None, key=None, timeout=10):
+    def endpoint_status(self, endpoint, cacert=None, cert=None, key=None, timeout=10, deadline=None):
         argv = endpoint_status_argv(self._need_etcdctl(), endpoint, cacert, cert, key, timeout)
-        out = self.run(argv, "etcdctl endpoint status on %s" % endpoint)[0]
+        out = self.run(argv, "etcdctl endpoint status on %s" % endpoint, deadline)[0]
         return parse_endpoint_status(out)
 
-    def snapshot_save(self, endpoint, path, cacert=None, cert=None, key=None, dial_timeout=10):
-        argv = snapshot_save_argv(self._need_etcdctl(), endpoint, path, cacert, cert, key, dial_timeout)
-        self.run(argv, "etcdctl snapshot save from %s" % endpoint)
+    def member_list(self, endpoint, cacert=None, cert=None, key=None, timeout=10, deadline=None):
+        argv = member_list_argv(self._need_etcdctl(), endpoint, cacert, cert, key, timeout)
+        out = self.run(argv, "etcdctl member list on %s" % endpoint, deadline)[0]
+        return parse_member_list(out)
+
+    def cluster_status(self, endpoint, cacert=None, cert=None, key=None, timeout=10, deadline=None):
+        """``(statuses, failures)`` of ``endpoint status --cluster``: a member that does not answer
+        makes etcdctl exit 1 but the others' JSON is still printed; only output without a JSON list
+        is an error."""
+        argv = endpoint_status_argv(self._need_etcdctl(), endpoint, cacert, cert, key, timeout, cluster=True)
+        what = "etcdctl endpoint status --cluster on %s" % endpoint
+        rc, out, err = self._call(argv, what, deadline)
+        try:
+            statuses = parse_endpoint_statuses(out)
+        except EtcdCliError:
+            raise EtcdCliError("%s failed (rc=%s): %s" % (what, rc, error_summary(err or out)), argv=argv, rc=rc,
+                               stderr=err)
+        return statuses, parse_status_failures(err)
+
+    def snapshot_save(self, endpoint, path, cacert=None, cert=None, key=None, dial_timeout=10, command_timeout=None,
+                      deadline=None):
+        argv = snapshot_save_argv(self._need_etcdctl(), endpoint, path, cacert, cert, key, dial_timeout,
+                                  command_timeout)
+        self.run(argv, "etcdctl snapshot save from %s" % endpoint, deadline)
         return argv
 
-    def snapshot_status(self, path):
+    def snapshot_status(self, path, timeout=None):
         """``(status dict, argv)`` for a snapshot file."""
         name, tool = self.offline_tool
         argv = snapshot_status_argv(tool, path)
-        out = self.run(argv, "%s snapshot status %s" % (name, path))[0]
+        out = self.run(argv, "%s snapshot status %s" % (name, path), timeout)[0]
         return parse_snapshot_status(out), argv
 
-    def restore_help(self):
+    def restore_help(self, timeout=None):
         name, tool = self.offline_tool
-        rc, out, err = self._run(restore_help_argv(tool), dict(ENVIRON))
+        rc, out, err = self._call(restore_help_argv(tool), "%s snapshot restore --help" % name, timeout)
         text = (out or "") + (err or "")
         if "restore" not in text:
             raise EtcdCliError("%s snapshot restore --help printed no help (rc=%s)" % (name, rc))
         return text
 
-    def tool_version(self):
-        """``(name, version or None)`` of the tool used for file operations."""
-        name, tool = self.offline_tool
-        rc, out = self._run([tool, "version"], dict(ENVIRON))[:2]
+    def tool_version(self, timeout=None, tool=None):
+        """``(name, version or None)`` of the tool used for file operations (or of ``tool``:
+        ``"etcdctl"``/``"etcdutl"``)."""
+        if tool == "etcdctl":
+            name, path = "etcdctl", self._need_etcdctl()
+        else:
+            name, path = self.offline_tool
+        rc, out = self._call([path, "version"], "%s version" % name, timeout)[:2]
         return name, parse_tool_version(out) if rc == 0 else None
 
-    def restore(self, argv):
-        self.run(argv, "%s snapshot restore" % self.offline_tool[0])
+    def restore(self, argv, timeout=None):
+        self.run(argv, "%s snapshot restore" % self.offline_tool[0], timeout)

@@ -10,13 +10,27 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: etcd_restore
-short_description: Restore one etcd member's data directory from a verified snapshot
+short_description: Restore one etcd member's data directory from a verified snapshot, crash-safe
 version_added: 0.2.0
 description:
   - Verifies the snapshot again (sha256 equal to O(sha256), the sha256 integrity trailer, C(snapshot
     status -w json)), then runs C(etcdutl snapshot restore) (C(etcdctl snapshot restore) where there is
-    no etcdutl) into a B(new) data directory with this member's O(name), the whole O(initial_cluster),
-    O(initial_cluster_token) and the member's O(initial_advertise_peer_urls).
+    no etcdutl) with this member's O(name), the whole O(initial_cluster), O(initial_cluster_token) and the
+    member's O(initial_advertise_peer_urls) into a B(staging) directory next to O(data_dir) (same parent,
+    so the same filesystem; C(.<data_dir name>.restore-staging-<random>), 0700). Only when the restore
+    completed is the marker C(.dra_gate-restore.json) (0600; snapshot sha256, member name, initial cluster,
+    token, tool and version) written into it and the directory renamed to O(data_dir); O(data_dir) never
+    holds a partial restore.
+  - A rerun with the same snapshot and the same member parameters finds the marker and reports
+    C(changed=false); a O(data_dir) holding another restore, or anything else, is refused.
+  - A failed or timed-out restore (its process group is killed at O(timeout)) removes the staging
+    directory, leaves O(data_dir) as it was, and writes a failure record
+    C(<data_dir>.restore-failed-<UTC time>.json) (0600) next to O(data_dir). Staging directories left by a
+    restore that was itself killed are removed by the next run.
+  - The etcd major.minor of the restore tool must equal the one recorded when the snapshot was taken
+    (O(saved_version), else the C(etcd_version) in C(<snapshot>.meta.json) that M(gpufleet.dra_gate.etcd_snapshot)
+    writes); a snapshot without a recorded version, a tool that prints none, or a mismatch is refused
+    unless O(allow_version_mismatch=true), which is recorded.
   - Every member of the cluster must be restored from the same snapshot with the same
     O(initial_cluster) and O(initial_cluster_token); the playbook C(gpufleet.dra_gate.etcd_restore)
     does that for the C(etcd) group.
@@ -60,10 +74,29 @@ options:
     required: true
   data_dir:
     description:
-      - The new data directory. Refused when it exists and is not empty, or when it is (or is inside)
-        O(current_data_dir).
+      - The new data directory. Refused when it is (or is inside) O(current_data_dir), or when it exists and is
+        neither empty nor a completed restore of the same snapshot with the same parameters (that one gives
+        C(changed=false)).
     type: path
     required: true
+  saved_version:
+    description:
+      - The etcd version recorded when the snapshot was taken (for example C(3.5.1)); only its major.minor is
+        compared with the restore tool's. Default is C(etcd_version) from C(<snapshot>.meta.json).
+    type: str
+  allow_version_mismatch:
+    description:
+      - Restore although the restore tool's etcd major.minor differs from the recorded one, or either is unknown.
+        Recorded in the evidence, the marker and RV(version_check).
+    type: bool
+    default: false
+  timeout:
+    description:
+      - Seconds. The deadline of C(snapshot restore); the tool's whole process group is killed then and the
+        restore fails (staging removed, failure record written). C(version), C(--help) and C(snapshot status)
+        get the same deadline.
+    type: int
+    default: 600
   current_data_dir:
     description: The data directory etcd uses now; never written, only compared with O(data_dir).
     type: path
@@ -90,11 +123,12 @@ attributes:
   check_mode:
     support: full
     description: >-
-      Verifies the file when it is present and decides the flags; writes no data directory and no
-      evidence and returns the argv it would run. A snapshot not yet copied to the member is reported, not verified.
+      Verifies the file when it is present and decides the flags and the version check; writes no data
+      directory, marker, failure record or evidence and returns the argv it would run (with the final
+      O(data_dir) in place of the staging directory). A snapshot not yet copied to the member is reported, not verified.
   diff_mode:
-    support: none
-    description: Returns no diff.
+    support: full
+    description: The data directory's state before and after (absent, empty, or restored from which snapshot).
 notes:
   - Stop every kube-apiserver before restoring and restore all members from the same snapshot;
     see docs/rollback.md for the whole Kubernetes procedure.
@@ -116,6 +150,7 @@ EXAMPLES = r"""
     initial_advertise_peer_urls: ["{{ etcd_peer_url }}"]
     data_dir: /var/lib/etcd-restored-20261130
     current_data_dir: /var/lib/etcd
+    timeout: 900
 """
 
 RETURN = r"""
@@ -147,17 +182,42 @@ status:
   type: dict
 evidence:
   description: Path of the evidence JSON (in check mode, the path it would write).
-  returned: always
+  returned: when a restore ran or would run
   type: str
+marker:
+  description: The marker in O(data_dir) (the one found, or the one written).
+  returned: when O(data_dir) holds a completed restore
+  type: dict
+version_check:
+  description: >-
+    C(recorded) (the version at save time), C(recorded_from) (C(saved_version), the metadata file, or null),
+    C(tool) (the restore tool's version), C(match) (major.minor equal), C(overridden) (restored anyway by
+    O(allow_version_mismatch)).
+  returned: when a restore ran or would run
+  type: dict
+failure_record:
+  description: Path of the failure record written next to O(data_dir) when the restore failed.
+  returned: on a failed restore
+  type: str
+removed_staging:
+  description: Staging directories of earlier, interrupted restores that were removed.
+  returned: when a restore ran
+  type: list
+  elements: str
 """
 
 import datetime
 import json
 import os
+import shutil
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import etcd_cli
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files
+
+STAGING_INFIX = ".restore-staging-"
 
 
 def argument_spec():
@@ -172,24 +232,68 @@ def argument_spec():
         current_data_dir=dict(type="path"),
         bump_revision=dict(type="int", default=etcd_cli.DEFAULT_BUMP_REVISION),
         accept_no_revision_bump=dict(type="bool", default=False),
+        saved_version=dict(type="str"),
+        allow_version_mismatch=dict(type="bool", default=False),
         evidence_dir=dict(type="path"),
         etcdctl=dict(type="path"),
         etcdutl=dict(type="path"),
+        timeout=dict(type="int", default=600),
     )
 
 
-def write_json_private(path, data):
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    os.rename(tmp, path)
+def dump(data):
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 def inside(path, parent):
     path, parent = os.path.realpath(path), os.path.realpath(parent)
     return path == parent or path.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+def staging_prefix(data_dir):
+    return "." + os.path.basename(os.path.normpath(data_dir)) + STAGING_INFIX
+
+
+def stale_staging(data_dir):
+    """Staging directories that an interrupted restore into ``data_dir`` left behind."""
+    parent = os.path.dirname(os.path.abspath(data_dir))
+    prefix = staging_prefix(data_dir)
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    return sorted(os.path.join(parent, n) for n in names
+                  if n.startswith(prefix) and os.path.isdir(os.path.join(parent, n))
+                  and not os.path.islink(os.path.join(parent, n)))
+
+
+def describe_dir(path):
+    if not os.path.lexists(path):
+        return "absent\n"
+    if os.path.isdir(path) and not os.listdir(path):
+        return "empty directory\n"
+    try:
+        marker = etcd_cli.read_restore_marker(path)
+    except etcd_cli.EtcdCliError:
+        marker = None
+    if marker:
+        return "restored from %s as member %s\n" % (marker.get("snapshot_sha256"), marker.get("member"))
+    return "holds other data\n"
+
+
+def version_check(p, snapshot, tool_version):
+    recorded, source = p["saved_version"], "saved_version" if p["saved_version"] else None
+    if not recorded:
+        try:
+            metadata = etcd_cli.read_metadata(snapshot) if os.path.isfile(snapshot) else None
+        except etcd_cli.EtcdCliError:
+            metadata = None
+        if metadata and metadata.get("etcd_version"):
+            recorded, source = str(metadata["etcd_version"]), etcd_cli.metadata_path(snapshot)
+    want, have = etcd_cli.major_minor(recorded), etcd_cli.major_minor(tool_version)
+    match = bool(want and have and want == have)
+    return {"recorded": recorded, "recorded_from": source, "tool": tool_version, "match": match,
+            "overridden": bool(not match and p["allow_version_mismatch"])}
 
 
 def main():
@@ -201,6 +305,8 @@ def main():
     expected = p["sha256"].strip().lower()
     if len(expected) != 64 or any(c not in "0123456789abcdef" for c in expected):
         module.fail_json(msg="sha256 must be 64 hex digits, got %r" % p["sha256"])
+    if p["timeout"] <= 0:
+        module.fail_json(msg="timeout must be a positive number of seconds, got %d" % p["timeout"])
     try:
         if isinstance(p["initial_cluster"], list):
             cluster = etcd_cli.initial_cluster(p["initial_cluster"])
@@ -218,17 +324,39 @@ def main():
         module.fail_json(msg="member %s advertises %s but the initial cluster gives it %s"
                          % (p["name"], ",".join(urls), ",".join(own)))
 
-    data_dir = p["data_dir"]
+    data_dir = os.path.normpath(p["data_dir"])
     if p["current_data_dir"] and (inside(data_dir, p["current_data_dir"]) or inside(p["current_data_dir"], data_dir)):
         module.fail_json(msg="data_dir %s overlaps the current data directory %s; restore into a new directory"
                          % (data_dir, p["current_data_dir"]))
-    if os.path.exists(data_dir) and (not os.path.isdir(data_dir) or os.listdir(data_dir)):
-        module.fail_json(msg="data_dir %s exists and is not empty; a restore never writes over an existing data "
-                             "directory" % data_dir)
+    wanted = {"snapshot_sha256": expected, "member": p["name"], "initial_cluster": cluster,
+              "initial_cluster_token": p["initial_cluster_token"], "initial_advertise_peer_urls": urls}
+    result = {"changed": True, "data_dir": data_dir}
+    if os.path.lexists(data_dir):
+        if os.path.islink(data_dir) or not os.path.isdir(data_dir):
+            module.fail_json(msg="data_dir %s exists and is not a directory; nothing restored" % data_dir, **result)
+        if os.listdir(data_dir):
+            try:
+                marker = etcd_cli.read_restore_marker(data_dir)
+            except etcd_cli.EtcdCliError as exc:
+                module.fail_json(msg="data_dir %s is not empty and its marker is unreadable: %s" % (data_dir, exc),
+                                 **result)
+            if marker is None:
+                module.fail_json(msg="data_dir %s exists and is not empty; a restore never writes over an existing "
+                                     "data directory" % data_dir, **result)
+            differs = sorted(k for k, v in wanted.items() if marker.get(k) != v)
+            if differs:
+                module.fail_json(msg="data_dir %s holds another restore (snapshot %s, member %s; differs in %s); "
+                                     "nothing restored" % (data_dir, marker.get("snapshot_sha256"), marker.get("member"),
+                                                           ", ".join(differs)), marker=marker, **result)
+            result.update(changed=False, marker=marker, tool=marker.get("tool"), tool_version=marker.get("tool_version"),
+                          argv=etcd_cli.argv_string(marker.get("argv") or []),
+                          revision_bump=marker.get("revision_bump"), version_check=marker.get("version_check"),
+                          msg="data_dir %s already holds the restore of %s as member %s" % (data_dir, expected, p["name"]))
+            module.exit_json(**result)
 
     etcdctl = p["etcdctl"] or module.get_bin_path("etcdctl")
     etcdutl = p["etcdutl"] or module.get_bin_path("etcdutl")
-    cli = etcd_cli.EtcdCli(lambda argv, env: module.run_command(argv, environ_update=env), etcdctl, etcdutl)
+    cli = etcd_cli.EtcdCli.with_deadline(p["timeout"], etcdctl, etcdutl)
     try:
         tool_name, tool = cli.offline_tool
         tool_version = cli.tool_version()[1]
@@ -237,8 +365,24 @@ def main():
         module.fail_json(msg=str(exc))
 
     snapshot = p["snapshot"]
-    result = {"changed": True, "data_dir": data_dir, "tool": tool_name, "tool_version": tool_version}
+    result.update(tool=tool_name, tool_version=tool_version)
+    versions = version_check(p, snapshot, tool_version)
+    result["version_check"] = versions
+    if not versions["match"] and not versions["overridden"]:
+        if not versions["recorded"]:
+            why = "no etcd version is recorded for %s (no saved_version, no etcd_version in %s)" % (
+                snapshot, etcd_cli.metadata_path(snapshot))
+        elif not tool_version:
+            why = "%s at %s printed no version" % (tool_name, tool)
+        else:
+            why = "%s %s is etcd %s, the snapshot was taken from etcd %s (%s)" % (
+                tool_name, tool, etcd_cli.major_minor(tool_version), versions["recorded"], versions["recorded_from"])
+        module.fail_json(msg="restore refused: %s; restore is supported within the same major.minor. Use a %s of that "
+                             "version, or override with allow_version_mismatch (dra_gate_restore_allow_version_mismatch:"
+                             " true), which is recorded" % (why, tool_name), **result)
+
     verified = os.path.isfile(snapshot)
+    digest = None
     if verified:
         digest = etcd_cli.file_digest(snapshot)
         if digest["sha256"] != expected:
@@ -268,33 +412,38 @@ def main():
                              "(dra_gate_restore_accept_no_revision_bump: true)"
                          % (tool_name, tool_version or "(unknown version)", tool), **result)
 
-    argv = etcd_cli.snapshot_restore_argv(tool, snapshot, data_dir, p["name"], cluster, p["initial_cluster_token"],
-                                          urls, bump_revision=used, supports_bump=supported)
-    result["argv"] = etcd_cli.argv_string(argv)
+    def restore_argv(target):
+        return etcd_cli.snapshot_restore_argv(tool, snapshot, target, p["name"], cluster, p["initial_cluster_token"],
+                                              urls, bump_revision=used, supports_bump=supported)
+
+    result["argv"] = etcd_cli.argv_string(restore_argv(data_dir))
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    stamp = now.strftime(etcd_cli.timestamp_format())
     evidence_dir = p["evidence_dir"] or os.path.dirname(os.path.abspath(snapshot))
-    evidence = os.path.join(evidence_dir, "%s.restore-%s-%s.json" % (
-        os.path.basename(snapshot), p["name"], now.strftime(etcd_cli.timestamp_format())))
+    evidence = os.path.join(evidence_dir, "%s.restore-%s-%s.json" % (os.path.basename(snapshot), p["name"], stamp))
     result["evidence"] = evidence
+    result["diff"] = {"before": describe_dir(data_dir),
+                      "after": "restored from %s as member %s\n" % (expected, p["name"])}
     if module.check_mode:
-        result["msg"] = "would restore %s into %s as member %s%s" % (
+        result["msg"] = "would restore %s into %s (through a staging directory beside it) as member %s%s" % (
             snapshot, data_dir, p["name"], "" if verified else " (snapshot not on this member yet: not verified)")
         module.exit_json(**result)
 
     parent = os.path.dirname(os.path.abspath(data_dir))
-    if not os.path.isdir(parent):
-        os.makedirs(parent, 0o700)
-    old_umask = os.umask(0o077)
+    removed = []
     try:
-        cli.restore(argv)
-    except etcd_cli.EtcdCliError as exc:
-        module.fail_json(msg="restore of %s into %s failed: %s" % (snapshot, data_dir, exc), **result)
-    finally:
-        os.umask(old_umask)
-    os.chmod(data_dir, 0o700)
-    if not os.path.isdir(evidence_dir):
-        os.makedirs(evidence_dir, 0o700)
-    write_json_private(evidence, {
+        private_files.ensure_private_dir(parent)
+        for stale in stale_staging(data_dir):
+            shutil.rmtree(stale)
+            removed.append(stale)
+        staging = tempfile.mkdtemp(prefix=staging_prefix(data_dir), dir=parent)
+        os.chmod(staging, 0o700)
+    except (OSError, private_files.PrivateFileError) as exc:
+        module.fail_json(msg="cannot prepare a staging directory beside %s: %s" % (data_dir, exc), **result)
+    result["removed_staging"] = removed
+    staged = os.path.join(staging, "data")
+    argv = restore_argv(staged)
+    record = {
         "kind": "etcd-restore",
         "restored_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "snapshot": {"path": snapshot, "sha256": expected, "size": digest["size"], "status": result["status"]},
@@ -305,11 +454,50 @@ def main():
         "tool": {"name": tool_name, "path": tool, "version": tool_version},
         "argv": argv,
         "revision_bump": bump,
-    })
-    result["msg"] = "restored %s into %s as member %s (%s)" % (
+        "version_check": versions,
+    }
+    old_umask = os.umask(0o077)
+    try:
+        cli.restore(argv)
+        if not os.path.isdir(os.path.join(staged, "member")):
+            raise etcd_cli.EtcdCliError("%s snapshot restore exited 0 but wrote no member directory into %s"
+                                        % (tool_name, staged))
+        os.chmod(staged, 0o700)
+        marker = dict(wanted, restored_at=record["restored_at"], tool=tool_name, tool_version=tool_version, argv=argv,
+                      revision_bump=bump, version_check=versions, snapshot=snapshot)
+        private_files.write_private(os.path.join(staged, etcd_cli.RESTORE_MARKER), dump(marker))
+        private_files.fsync_dir(staged)
+        if os.path.isdir(data_dir) and not os.listdir(data_dir):
+            os.rmdir(data_dir)
+        os.rename(staged, data_dir)
+        private_files.fsync_dir(parent)
+        os.rmdir(staging)
+    except (etcd_cli.EtcdCliError, OSError, private_files.PrivateFileError) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        failure = os.path.join(parent, "%s.restore-failed-%s.json" % (os.path.basename(data_dir), stamp))
+        record.update(kind="etcd-restore-failure", error=str(exc), timed_out=bool(getattr(exc, "timed_out", False)),
+                      staging_removed=not os.path.exists(staging))
+        try:
+            private_files.write_private(failure, dump(record))
+            result["failure_record"] = failure
+        except (private_files.PrivateFileError, OSError) as write_exc:
+            module.warn("cannot write the failure record %s: %s" % (failure, write_exc))
+        module.fail_json(msg="restore of %s into %s failed; %s is left as it was (staging removed): %s" % (
+            snapshot, data_dir, data_dir, exc), **result)
+    finally:
+        os.umask(old_umask)
+    result["marker"] = marker
+    try:
+        private_files.ensure_private_dir(evidence_dir)
+        private_files.write_private(evidence, dump(record))
+    except (private_files.PrivateFileError, OSError) as exc:
+        module.fail_json(msg="restored %s into %s, but the evidence %s cannot be written: %s"
+                         % (snapshot, data_dir, evidence, exc), **result)
+    result["msg"] = "restored %s into %s as member %s (%s%s)" % (
         snapshot, data_dir, p["name"],
         "revision bumped by %d, marked compacted" % used if used else
-        "no revision bump: %s" % ("accepted by the operator" if bump["accepted_without"] else "bump_revision 0"))
+        "no revision bump: %s" % ("accepted by the operator" if bump["accepted_without"] else "bump_revision 0"),
+        "; etcd version mismatch overridden" if versions["overridden"] else "")
     module.exit_json(**result)
 
 

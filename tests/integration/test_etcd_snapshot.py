@@ -17,7 +17,10 @@ import datetime
 import hashlib
 import json
 import os
+import re
+import signal
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -149,7 +152,24 @@ def test_save_verify_restore_reads_back_the_snapshot_state(binaries, etcds, tmp_
     assert snap["member_id"] == snap["endpoint_status"]["member_id"]
     assert snap["artifact"]["kind"] == "etcd-snapshot" and snap["artifact"]["source"] == etcd.client_url
     assert snap["artifact"]["verify"].endswith("snapshot status %s -w json" % path)
-    assert sorted(os.listdir(str(dest))) == [os.path.basename(path)]  # no partial or temporary files left
+    # No partial or temporary files left: the snapshot, its metadata, the manifest and its lock, all 0600.
+    name = os.path.basename(path)
+    assert sorted(os.listdir(str(dest))) == sorted([name, name + ".meta.json", "dra_gate-etcd-snapshots.json",
+                                                    ".dra_gate-etcd-snapshots.lock"])
+    assert {os.stat(str(dest / n)).st_mode & 0o777 for n in os.listdir(str(dest))} == {0o600}
+    with open(str(dest / "dra_gate-etcd-snapshots.json")) as handle:
+        manifest = json.load(handle)
+    assert [(e["name"], e["sha256"]) for e in manifest["snapshots"]] == [(name, snap["sha256"])]
+    with open(path + ".meta.json") as handle:
+        meta = json.load(handle)
+    assert meta["etcd_version"] == binaries.version and meta["etcd_major_minor"] == binaries.version.rsplit(".", 1)[0]
+    assert meta["sha256"] == snap["sha256"] and meta["member_id"] == snap["member_id"]
+    selection = snap["member_selection"]
+    assert selection["chosen"]["member_id"] == snap["member_id"] and selection["endpoint"] == etcd.client_url
+    assert selection["reason"].startswith("the configured endpoint's member: healthy")
+    assert [m["healthy"] for m in selection["members"]] == [True] and meta["member_selection"]["reason"] == selection["reason"]
+    assert snap["artifact"]["member_selection"]["chosen"]["member_id"] == snap["member_id"]
+    assert snap["artifact"]["etcd_version"] == binaries.version
 
     verified = run_module("etcd_snapshot", dict(tools(binaries), state="verify", path=path, sha256=snap["sha256"],
                                                 max_age="1h"))
@@ -175,6 +195,18 @@ def test_save_verify_restore_reads_back_the_snapshot_state(binaries, etcds, tmp_
     with open(restored["evidence"]) as handle:
         evidence = json.load(handle)
     assert evidence["revision_bump"]["accepted_without"] is True and evidence["snapshot"]["sha256"] == snap["sha256"]
+    assert restored["version_check"] == {"recorded": binaries.version, "recorded_from": path + ".meta.json",
+                                         "tool": binaries.version, "match": True, "overridden": False}
+    assert evidence["version_check"]["match"] is True
+    marker = json.loads((data_dir / ".dra_gate-restore.json").read_text())
+    assert marker["snapshot_sha256"] == snap["sha256"] and marker["member"] == "restored"
+    assert os.stat(str(data_dir / ".dra_gate-restore.json")).st_mode & 0o777 == 0o600
+    assert os.stat(str(data_dir)).st_mode & 0o777 == 0o700
+    assert not [n for n in os.listdir(str(tmp_path)) if ".restore-staging-" in n]
+    # The same restore again: the marker says it is done.
+    rerun = run_module("etcd_restore", restore_args(binaries, path, snap["sha256"], data_dir, name="restored",
+                                                    peer=peer, accept_no_revision_bump=True))
+    assert not rerun.get("failed") and rerun["changed"] is False, rerun
     assert os.stat(restored["evidence"]).st_mode & 0o777 == 0o600
     assert os.path.dirname(restored["evidence"]) == str(dest)
 
@@ -184,33 +216,60 @@ def test_save_verify_restore_reads_back_the_snapshot_state(binaries, etcds, tmp_
     assert dump(binaries, again.client_url) == before
 
     overwrite = run_module("etcd_restore", restore_args(binaries, path, snap["sha256"], data_dir, accept_no_revision_bump=True))
-    assert overwrite.get("failed") and "not empty" in overwrite["msg"], overwrite
+    assert overwrite.get("failed") and "holds another restore" in overwrite["msg"], overwrite
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x").write_text("not etcd")
+    refused = run_module("etcd_restore", restore_args(binaries, path, snap["sha256"], other, accept_no_revision_bump=True))
+    assert refused.get("failed") and "not empty" in refused["msg"], refused
 
 
-def test_retention_prunes_only_after_a_verified_snapshot(binaries, etcds, tmp_path):
+def test_retention_prunes_only_recorded_snapshots_after_a_verified_one(binaries, etcds, tmp_path):
     etcd = etcds(binaries, workdir=str(tmp_path / "etcd"))
     dest = tmp_path / "snaps"
-    dest.mkdir(mode=0o700)
-    old = [dest / ("etcd-snapshot-2026010%dT000000Z-rev%d.db" % (i, i)) for i in range(1, 4)]
-    for item in old:
-        item.write_bytes(b"old")
+    args = dict(tools(binaries), endpoint=etcd.client_url, dest_dir=str(dest))
+    taken = []
+    for _ in range(3):
+        snap = run_module("etcd_snapshot", args)
+        assert not snap.get("failed"), snap.get("msg")
+        taken.append(snap["path"])
+        time.sleep(1.05)  # names have one-second resolution
+    # Files that match the name pattern but were not recorded by the module: never pruned.
+    foreign = [dest / ("etcd-snapshot-2026010%dT000000Z-rev%d.db" % (i, i)) for i in range(1, 3)]
+    for item in foreign:
+        item.write_bytes(b"not ours")
     (dest / "other-20260101T000000Z-rev1.db").write_bytes(b"another prefix")
-    args = dict(tools(binaries), endpoint=etcd.client_url, dest_dir=str(dest), retention=2)
+    # A recorded name whose file was replaced by another one: left alone too.
+    os.unlink(taken[1])
+    with open(taken[1], "wb") as handle:
+        handle.write(b"replaced")
+    args["retention"] = 2  # the new one and taken[2] stay; taken[1] is not the recorded file; taken[0] goes
 
     check = run_module("etcd_snapshot", args, check=True)
-    assert sorted(check["pruned"]) == [str(old[0]), str(old[1])]
-    assert all(item.exists() for item in old)
+    assert check["pruned"] == [taken[0]] and [s["path"] for s in check["prune_skipped"]] == [taken[1]], check
+    assert all(os.path.exists(p) for p in taken)
 
-    # A failing save prunes nothing: the endpoint is gone.
+    # A failing status call prunes nothing: the endpoint is gone.
     failed = run_module("etcd_snapshot", dict(args, endpoint="http://127.0.0.1:%d" % free_port(), timeout=2))
     assert failed.get("failed") and "status" in failed["msg"], failed
-    assert all(item.exists() for item in old)
+    assert all(os.path.exists(p) for p in taken)
 
     snap = run_module("etcd_snapshot", args)
     assert not snap.get("failed"), snap.get("msg")
-    assert sorted(snap["pruned"]) == [str(old[0]), str(old[1])]
-    assert sorted(os.listdir(str(dest))) == sorted([old[2].name, os.path.basename(snap["path"]),
-                                                    "other-20260101T000000Z-rev1.db"])
+    assert snap["pruned"] == [taken[0]] and [s["path"] for s in snap["prune_skipped"]] == [taken[1]]
+    assert "--- before" not in json.dumps(snap["diff"]) and os.path.basename(taken[0]) in snap["diff"]["before"]
+    left = sorted(n for n in os.listdir(str(dest)) if n.endswith(".db"))
+    assert left == sorted([foreign[0].name, foreign[1].name, os.path.basename(taken[1]), os.path.basename(taken[2]),
+                           os.path.basename(snap["path"]), "other-20260101T000000Z-rev1.db"])
+    assert not os.path.exists(taken[0] + ".meta.json")  # pruned with its snapshot
+    manifest = json.loads((dest / "dra_gate-etcd-snapshots.json").read_text())
+    assert sorted(e["name"] for e in manifest["snapshots"]) == sorted(
+        os.path.basename(p) for p in (taken[1], taken[2], snap["path"]))
+
+    (dest / "dra_gate-etcd-snapshots.json").write_text("{broken")
+    broken = run_module("etcd_snapshot", args)
+    assert broken.get("failed") and "dra_gate-etcd-snapshots.json" in broken["msg"], broken
+    assert sorted(n for n in os.listdir(str(dest)) if n.endswith(".db")) == left
 
 
 def test_one_endpoint_only(binaries, tmp_path):
@@ -442,6 +501,14 @@ def test_three_members_restored_from_one_snapshot_form_a_healthy_cluster(binarie
     assert record["accept_no_revision_bump"] is True and record["sha256"] == snap["sha256"]
     assert {m["revision_bump"]["accepted_without"] for m in record["members"].values()} == {True}
     assert os.path.isdir(str(tmp_path / "old" / "m1" / "data" / "member"))  # the old data is untouched
+    assert record["saved_version"] == binaries.version  # from the snapshot's .meta.json on the controller
+    assert {m["version_check"]["match"] for m in record["members"].values()} == {True}
+
+    # The same restore again: every member's marker says it is done.
+    rerun = run_playbook(*common, *confirm, "-e", "dra_gate_restore_accept_no_revision_bump=true")
+    assert rerun.returncode == 0, rerun.stdout[-5000:]
+    for name in names:
+        assert re.search(r"host-%s\s*:\s*ok=\d+\s+changed=0\s" % name, rerun.stdout), rerun.stdout[-2000:]
 
     data_dirs = {name: str(tmp_path / "new" / name) for name in names}
     restored = start_cluster(binaries, str(tmp_path / "run"), names, data_dirs=data_dirs, token="ignored",
@@ -517,3 +584,292 @@ def test_lab_cluster_etcd_restored_shows_the_old_objects(tmp_path):
             pass
         for proc in processes:
             proc.stop()
+
+
+# -- member selection on a real three-member cluster ------------------------------------------------
+
+
+def write_script(path, text):
+    path.write_text(text)
+    path.chmod(0o755)
+    return str(path)
+
+
+def lagging_etcdctl(tmp_path, real, lags):
+    """An etcdctl that runs the real one and, in ``endpoint status --cluster`` output only, lowers the
+    raft indexes of the members at the given client URLs by the given amounts (the real cluster's real
+    output otherwise): a member that fell behind, on demand."""
+    return write_script(tmp_path / "etcdctl-lagging", """#!%s
+import json, subprocess, sys
+proc = subprocess.run([%r] + sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+out = proc.stdout
+if "--cluster" in sys.argv and out.strip().startswith("["):
+    entries = json.loads(out)
+    for entry in entries:
+        lag = %r.get(entry["Endpoint"], 0)
+        for key in ("raftIndex", "raftAppliedIndex"):
+            if key in entry["Status"]:
+                entry["Status"][key] -= lag
+    out = json.dumps(entries) + "\\n"
+sys.stdout.write(out)
+sys.stderr.write(proc.stderr)
+sys.exit(proc.returncode)
+""" % (sys.executable, real, lags))
+
+
+def cluster_view(binaries, members):
+    """(leader id, {client URL: member id}) from the real cluster."""
+    out = json.loads(etcdctl(binaries, members[0].client_url, "endpoint", "status", "--cluster", "-w", "json"))
+    return "%x" % out[0]["Status"]["leader"], {e["Endpoint"]: "%x" % e["Status"]["header"]["member_id"] for e in out}
+
+
+def snapshots_in(directory):
+    return sorted(n for n in os.listdir(str(directory)) if n.endswith(".db")) if directory.exists() else []
+
+
+def test_member_selection_refuses_lagging_and_unhealthy_members(binaries, members_registry, tmp_path):
+    members = start_cluster(binaries, str(tmp_path / "c"), ["m1", "m2", "m3"], register=members_registry)
+    put(binaries, members[0].client_url, {"/registry/k%d" % i: "v%d" % i for i in range(60)})
+    leader, ids = cluster_view(binaries, members)
+    followers = [m for m in members if ids[m.client_url] != leader]
+    first, second = followers
+    dest = tmp_path / "snaps"
+    args = dict(tools(binaries), endpoint=first.client_url, dest_dir=str(dest), timeout=3)
+
+    # Healthy: the configured endpoint's member, every member's status recorded.
+    snap = run_module("etcd_snapshot", args)
+    assert not snap.get("failed"), snap
+    selection = snap["member_selection"]
+    assert selection["chosen"]["name"] == first.name and selection["endpoint"] == first.client_url
+    assert selection["leader"] == leader and selection["max_lag"] == 1000
+    assert sorted(m["name"] for m in selection["members"]) == ["m1", "m2", "m3"]
+    assert all(m["healthy"] and m["answered"] and m["lag"] <= 5 for m in selection["members"]), selection
+
+    # The configured member lags the leader by 40 raft entries, the bound is 20: it is refused and the
+    # other follower is snapshotted, through its own client URL.
+    lagging = lagging_etcdctl(tmp_path, binaries.etcdctl, {first.client_url: 40})
+    time.sleep(1.05)
+    snap = run_module("etcd_snapshot", dict(args, etcdctl=lagging, max_raft_lag=20))
+    assert not snap.get("failed"), snap
+    selection = snap["member_selection"]
+    row = [m for m in selection["members"] if m["name"] == first.name][0]
+    assert not row["healthy"] and row["lag"] >= 40 and "lags the leader by" in row["problems"][0], row
+    assert selection["chosen"]["name"] == second.name and not selection["chosen"]["is_leader"]
+    assert selection["endpoint"] == second.client_url and snap["artifact"]["source"] == second.client_url
+    assert "is refused" in selection["reason"] and "lags the leader" in selection["reason"]
+    meta = json.loads(open(snap["path"] + ".meta.json").read())
+    assert meta["member_name"] == second.name and meta["member_selection"]["reason"] == selection["reason"]
+    assert snap["member_id"] == ids[second.client_url]
+
+    # Both followers lag: only the leader is healthy, no quorum of healthy members: refused, nothing written.
+    before = snapshots_in(dest)
+    lagging = lagging_etcdctl(tmp_path, binaries.etcdctl, {first.client_url: 40, second.client_url: 30})
+    time.sleep(1.05)
+    refused = run_module("etcd_snapshot", dict(args, etcdctl=lagging, max_raft_lag=20))
+    assert refused.get("failed") and "no etcd member may be snapshotted" in refused["msg"], refused
+    assert "only 1 of 3" in refused["msg"] and "lags the leader by" in refused["msg"]
+    assert refused["member_selection"]["chosen"] is None and len(refused["member_selection"]["members"]) == 3
+    assert snapshots_in(dest) == before
+
+    # A member that does not answer (stopped) is recorded as such; the configured healthy one is used.
+    os.kill(second.proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(1.05)
+        snap = run_module("etcd_snapshot", args)
+        assert not snap.get("failed"), json.dumps(snap)[:3000]
+        row = [m for m in snap["member_selection"]["members"] if m["name"] == second.name][0]
+        assert not row["answered"] and "did not answer" in row["problems"][0], row
+        assert snap["member_selection"]["chosen"]["name"] == first.name
+        # The stopped member is the configured one: its status cannot be read, nothing is taken.
+        before = snapshots_in(dest)
+        stopped = run_module("etcd_snapshot", dict(args, endpoint=second.client_url, timeout=2))
+        assert stopped.get("failed") and "cannot read the status of %s" % second.client_url in stopped["msg"], stopped
+        assert snapshots_in(dest) == before
+    finally:
+        os.kill(second.proc.pid, signal.SIGCONT)
+
+
+# -- deadlines ----------------------------------------------------------------------------------------
+
+
+def test_a_hanging_etcdctl_is_killed_at_the_deadline_with_its_child(binaries, tmp_path):
+    pidfile = tmp_path / "child.pid"
+    hang = write_script(tmp_path / "etcdctl-hang", "#!/bin/sh\nsleep 300 &\necho $! > %s\nwait\n" % pidfile)
+    started = time.monotonic()
+    result = run_module("etcd_snapshot", dict(etcdctl=hang, endpoint="http://127.0.0.1:2379",
+                                              dest_dir=str(tmp_path / "s"), timeout=2))
+    assert result.get("failed"), result
+    assert "etcdctl endpoint status on http://127.0.0.1:2379 did not finish within its deadline of 9 s" in result["msg"]
+    assert hang in result["msg"] and "timed out after 9 s" in result["msg"]  # 2 x timeout + 5
+    assert time.monotonic() - started < 60
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open("/proc/%d/stat" % child) as handle:
+                if handle.read().split(") ", 1)[1].startswith("Z"):
+                    break
+        except OSError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the hung etcdctl's child %d still runs" % child)
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_slow_etcdctl_within_the_deadline_succeeds(binaries, etcds, tmp_path):
+    etcd = etcds(binaries, workdir=str(tmp_path / "etcd"))
+    calls = tmp_path / "calls.log"
+    slow = write_script(tmp_path / "etcdctl-slow", "#!/bin/sh\necho \"$*\" >> %s\nsleep 1\nexec %s \"$@\"\n"
+                        % (calls, binaries.etcdctl))
+    snap = run_module("etcd_snapshot", dict(tools(binaries), etcdctl=slow, endpoint=etcd.client_url,
+                                            dest_dir=str(tmp_path / "s"), timeout=5, save_timeout=120))
+    assert not snap.get("failed"), snap
+    assert os.path.isfile(snap["path"]) and snap["status"]["totalKey"] >= 0
+    save = [line for line in calls.read_text().splitlines() if "snapshot save" in line]
+    assert len(save) == 1 and "--dial-timeout=5s --command-timeout=120s snapshot save" in save[0], save
+
+
+def test_an_etcdctl_printing_garbage_gives_a_bounded_named_error(binaries, tmp_path):
+    garbage = write_script(tmp_path / "etcdctl-garbage",
+                           "#!/bin/sh\nhead -c 6000000 /dev/urandom | od -An -tx1\nexit 0\n")
+    result = run_module("etcd_snapshot", dict(etcdctl=garbage, endpoint="http://127.0.0.1:2379",
+                                              dest_dir=str(tmp_path / "s"), timeout=20))
+    assert result.get("failed") and "endpoint status printed no JSON list" in result["msg"], result["msg"][:500]
+    assert len(result["msg"]) < 1000
+
+
+# -- crash-safe restore -------------------------------------------------------------------------------
+
+
+def test_a_restore_killed_half_way_leaves_no_data_dir_and_a_rerun_completes(binaries, good_snapshot, tmp_path):
+    name, tool = ("etcdutl", binaries.etcdutl) if binaries.etcdutl else ("etcdctl", binaries.etcdctl)
+    # The real restore writes the whole data directory, then the tool hangs: the deadline kills it.
+    hang = write_script(tmp_path / ("%s-hang" % name), """#!/bin/sh
+if [ "$1 $2" = "snapshot restore" ] && [ "$3" != "--help" ]; then
+  %s "$@" || exit $?
+  sleep 300
+fi
+exec %s "$@"
+""" % (tool, tool))
+    data_dir = tmp_path / "member" / "restored"
+    peer = "http://127.0.0.1:%d" % free_port()
+    args = restore_args(binaries, good_snapshot["path"], good_snapshot["sha256"], data_dir, peer=peer,
+                        accept_no_revision_bump=True)
+    (tmp_path / "member").mkdir()
+    stale = tmp_path / "member" / ".restored.restore-staging-leftover"
+    (stale / "data" / "member").mkdir(parents=True)  # what a restore killed with the module itself leaves
+
+    killed = run_module("etcd_restore", dict(args, **{name: hang, "timeout": 4}))
+    assert killed.get("failed"), killed
+    assert "did not finish within its deadline of 4 s" in killed["msg"] and "left as it was" in killed["msg"]
+    assert not data_dir.exists()
+    assert not [n for n in os.listdir(str(tmp_path / "member")) if ".restore-staging-" in n]  # stale one too
+    record = killed["failure_record"]
+    assert os.path.dirname(record) == str(tmp_path / "member") and os.stat(record).st_mode & 0o777 == 0o600
+    failure = json.loads(open(record).read())
+    assert failure["kind"] == "etcd-restore-failure" and failure["timed_out"] is True
+    assert failure["snapshot"]["sha256"] == good_snapshot["sha256"] and failure["staging_removed"] is True
+
+    done = run_module("etcd_restore", args)
+    assert not done.get("failed") and done["changed"], done
+    assert os.path.isdir(str(data_dir / "member")) and (data_dir / ".dra_gate-restore.json").is_file()
+    again = run_module("etcd_restore", args)
+    assert not again.get("failed") and again["changed"] is False, again
+    other = run_module("etcd_restore", dict(args, initial_cluster_token="another"))
+    assert other.get("failed") and "initial_cluster_token" in other["msg"], other
+
+
+def test_restore_refuses_another_etcd_minor_unless_overridden(binaries, good_snapshot, tmp_path):
+    data_dir = tmp_path / "restored"
+    args = restore_args(binaries, good_snapshot["path"], good_snapshot["sha256"], data_dir,
+                        accept_no_revision_bump=True, saved_version="3.3.25")
+    refused = run_module("etcd_restore", args)
+    assert refused.get("failed") and "the snapshot was taken from etcd 3.3.25" in refused["msg"], refused
+    assert "allow_version_mismatch" in refused["msg"] and not data_dir.exists()
+    assert refused["version_check"] == {"recorded": "3.3.25", "recorded_from": "saved_version",
+                                        "tool": binaries.version, "match": False, "overridden": False}
+
+    lone = tmp_path / "lone.db"
+    lone.write_bytes(open(good_snapshot["path"], "rb").read())  # no .meta.json beside it
+    unknown = run_module("etcd_restore", restore_args(binaries, str(lone), good_snapshot["sha256"], data_dir,
+                                                      accept_no_revision_bump=True))
+    assert unknown.get("failed") and "no etcd version is recorded" in unknown["msg"], unknown
+
+    forced = run_module("etcd_restore", dict(args, allow_version_mismatch=True))
+    assert not forced.get("failed"), forced
+    assert forced["version_check"]["overridden"] is True
+    assert json.loads(open(forced["evidence"]).read())["version_check"]["overridden"] is True
+    assert json.loads((data_dir / ".dra_gate-restore.json").read_text())["version_check"]["overridden"] is True
+
+
+# -- the snapshot phase's etcd step (roles/snapshot/tasks/etcd.yml) ------------------------------------
+
+
+def test_snapshot_phase_copy_is_private_from_the_start_and_records_the_member(binaries, etcds, tmp_path):
+    etcd = etcds(binaries, workdir=str(tmp_path / "etcd"))
+    put(binaries, etcd.client_url, {"/registry/x": "1"})
+    run_dir = tmp_path / "evidence" / "run-1"
+    run_dir.mkdir(parents=True, mode=0o700)
+    (run_dir / "artifacts").mkdir(mode=0o700)
+    inventory = tmp_path / "hosts.yml"
+    member_vars = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                   "dra_gate_etcd_endpoint": etcd.client_url, "dra_gate_etcd_snapshot_dir": str(tmp_path / "backups"),
+                   "dra_gate_etcdctl": binaries.etcdctl, "dra_gate_etcd_save_timeout": 120}
+    if binaries.etcdutl:
+        member_vars["dra_gate_etcdutl"] = binaries.etcdutl
+    inventory.write_text(yaml.safe_dump({"all": {
+        "hosts": {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}},
+        "children": {"etcd": {"hosts": {"member-1": member_vars}}}}}))
+    playbook = tmp_path / "phase.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "hosts": "etcd", "gather_facts": False,
+        "vars": {"snapshot_run_dir": str(run_dir), "snapshot_stamp": "20261201T000000Z", "snapshot_etcd_group": "etcd",
+                 "snapshot_etcd_hosts": ["member-1"]},
+        "tasks": [{"ansible.builtin.include_tasks": os.path.join(REPO, "roles", "snapshot", "tasks", "etcd.yml")},
+                  {"ansible.builtin.copy": {"content": "{{ snapshot_etcd_artifacts | to_json }}",
+                                            "dest": str(tmp_path / "artifacts.json"), "mode": "0600"},
+                   "delegate_to": "localhost", "run_once": True}]}]))
+    proc = run_playbook("-i", str(inventory), str(playbook))
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    entry = json.loads((tmp_path / "artifacts.json").read_text())[0]
+    copy = entry["path"]
+    assert copy.startswith(str(run_dir / "artifacts" / "etcd" / "20261201T000000Z" / "member-1") + "/")
+    assert os.stat(copy).st_mode & 0o777 == 0o600 and os.stat(copy + ".meta.json").st_mode & 0o777 == 0o600
+    for directory in (run_dir / "artifacts" / "etcd", os.path.dirname(copy)):
+        assert os.stat(str(directory)).st_mode & 0o777 == 0o700
+    assert os.listdir(str(run_dir / "artifacts" / "etcd")) == ["20261201T000000Z"]  # the incoming dir is gone
+    assert entry["sha256"] == hashlib.sha256(open(copy, "rb").read()).hexdigest()
+    assert entry["member_selection"]["chosen"]["member_id"] == entry["member_id"]
+    assert entry["etcd_version"] == binaries.version and entry["member_source"] == etcd.client_url
+    assert json.loads(open(copy + ".meta.json").read())["sha256"] == entry["sha256"]
+
+
+def test_a_restore_whose_module_is_killed_leaves_the_data_dir_absent_and_the_rerun_cleans_up(binaries, good_snapshot,
+                                                                                            tmp_path):
+    name, tool = ("etcdutl", binaries.etcdutl) if binaries.etcdutl else ("etcdctl", binaries.etcdctl)
+    # The real restore writes into the staging directory, then the module process itself is SIGKILLed
+    # (as a power cut or an OOM kill would), before it could rename anything.
+    killer = write_script(tmp_path / ("%s-kill" % name), """#!/bin/sh
+if [ "$1 $2" = "snapshot restore" ] && [ "$3" != "--help" ]; then
+  %s "$@"
+  kill -9 $PPID
+  exit 1
+fi
+exec %s "$@"
+""" % (tool, tool))
+    parent = tmp_path / "member"
+    data_dir = parent / "restored"
+    args = restore_args(binaries, good_snapshot["path"], good_snapshot["sha256"], data_dir,
+                        peer="http://127.0.0.1:%d" % free_port(), accept_no_revision_bump=True)
+    killed = run_module("etcd_restore", dict(args, **{name: killer}))
+    assert killed.get("failed"), killed
+    assert not data_dir.exists()
+    left = [n for n in os.listdir(str(parent)) if ".restore-staging-" in n]
+    assert len(left) == 1 and os.path.isdir(str(parent / left[0] / "data" / "member"))  # the interrupted work
+
+    done = run_module("etcd_restore", args)
+    assert not done.get("failed") and done["changed"], done
+    assert done["removed_staging"] == [str(parent / left[0])]
+    assert sorted(os.listdir(str(parent))) == ["restored"]
+    assert (data_dir / ".dra_gate-restore.json").is_file()

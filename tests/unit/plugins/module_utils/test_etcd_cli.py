@@ -11,6 +11,7 @@ __metaclass__ = type
 import datetime
 import hashlib
 import os
+import time
 
 import pytest
 
@@ -124,6 +125,12 @@ def test_argv():
         "--dial-timeout=5s", "--command-timeout=5s", "endpoint", "status", "-w", "json"]
     assert etcd_cli.snapshot_save_argv("etcdctl", "http://127.0.0.1:2379", "/b/s.db") == [
         "etcdctl", "--endpoints=http://127.0.0.1:2379", "--dial-timeout=10s", "snapshot", "save", "/b/s.db"]
+    assert etcd_cli.snapshot_save_argv("etcdctl", "http://127.0.0.1:2379", "/b/s.db", command_timeout=600) == [
+        "etcdctl", "--endpoints=http://127.0.0.1:2379", "--dial-timeout=10s", "--command-timeout=600s",
+        "snapshot", "save", "/b/s.db"]
+    assert etcd_cli.endpoint_status_argv("etcdctl", "http://a:2379", timeout=3, cluster=True)[-5:] == [
+        "endpoint", "status", "--cluster", "-w", "json"]
+    assert etcd_cli.member_list_argv("etcdctl", "http://a:2379", timeout=3)[-4:] == ["member", "list", "-w", "json"]
     assert etcd_cli.snapshot_status_argv("etcdutl", "/b/s.db") == ["etcdutl", "snapshot", "status", "/b/s.db", "-w", "json"]
 
 
@@ -206,8 +213,8 @@ class FakeRun:
         self.outputs = outputs
         self.calls = []
 
-    def __call__(self, argv, env):
-        self.calls.append((argv, env))
+    def __call__(self, argv, env, timeout=None):
+        self.calls.append((argv, env, timeout))
         return self.outputs.pop(0)
 
 
@@ -229,3 +236,204 @@ def test_runner_falls_back_to_etcdctl_and_reports_errors():
         cli.snapshot_status("/s.db")
     with pytest.raises(etcd_cli.EtcdCliError, match="etcdctl was not found"):
         etcd_cli.EtcdCli(run, etcdutl="/x").endpoint_status("http://a:2379")
+
+
+
+# -- member selection (recorded 3-member outputs of the real 3.4.23 and 3.5.1) -------------------------
+
+
+def cluster(version, stopped=False):
+    suffix = "-stopped" if stopped else ""
+    text = fixture("%s-endpoint-status-cluster%s.txt" % (version, suffix))
+    return (etcd_cli.parse_member_list(fixture("%s-member-list%s.json" % (version, suffix))),
+            etcd_cli.parse_endpoint_statuses(text), etcd_cli.parse_status_failures(text))
+
+
+def by_name(selection, name):
+    return [m for m in selection["members"] if m["name"] == name][0]
+
+
+@pytest.mark.parametrize("version", ["3.4.23", "3.5.1"])
+def test_healthy_cluster_prefers_the_configured_member(version):
+    members, statuses, failures = cluster(version)
+    assert failures == {} and len(statuses) == 3
+    leader = statuses[0]["leader"]
+    follower = [m for m in members if m["member_id"] != leader][0]
+    chosen = etcd_cli.select_member(members, statuses, failures, preferred_member_id=follower["member_id"])
+    assert chosen["chosen"]["member_id"] == follower["member_id"] and chosen["leader"] == leader
+    assert chosen["reason"] == "the configured endpoint's member: healthy, lag 0 <= 1000"
+    assert all(m["healthy"] and m["lag"] == 0 for m in chosen["members"])
+    as_leader = etcd_cli.select_member(members, statuses, failures, preferred_member_id=leader)
+    assert as_leader["chosen"]["is_leader"]  # the configured member is used even when it leads
+
+
+def lag(statuses, member_id, entries):
+    result = []
+    for status in statuses:
+        status = dict(status)
+        if status["member_id"] == member_id:
+            status["raft_index"] -= entries
+            status["raft_applied_index"] -= entries
+        result.append(status)
+    return result
+
+
+@pytest.mark.parametrize("version", ["3.4.23", "3.5.1"])
+def test_a_lagging_member_is_refused(version):
+    members, statuses, failures = cluster(version)
+    leader = statuses[0]["leader"]
+    first, second = [m["member_id"] for m in members if m["member_id"] != leader]
+    lagged = lag(statuses, first, 10)
+    selection = etcd_cli.select_member(members, lagged, failures, preferred_member_id=first, max_lag=5)
+    row = [m for m in selection["members"] if m["member_id"] == first][0]
+    assert row["lag"] == 10 and not row["healthy"] and "more than max_raft_lag 5" in row["problems"][0]
+    assert selection["chosen"]["member_id"] == second and not selection["chosen"]["is_leader"]
+    assert "is refused (lags the leader by 10 raft entries" in selection["reason"]
+    # Within the bound it is fine.
+    assert etcd_cli.select_member(members, lagged, failures, preferred_member_id=first,
+                                  max_lag=10)["chosen"]["member_id"] == first
+    # Both followers lag: the leader alone is no quorum of healthy members.
+    with pytest.raises(etcd_cli.EtcdCliError, match="only 1 of 3 voting members are healthy") as info:
+        etcd_cli.select_member(members, lag(lagged, second, 10), failures, preferred_member_id=first, max_lag=5)
+    assert info.value.selection["chosen"] is None and len(info.value.selection["members"]) == 3
+
+
+def test_a_stopped_follower_is_recorded_and_skipped():
+    members, statuses, failures = cluster("3.5.1", stopped=True)  # m3 (a follower) was SIGSTOPped
+    assert list(failures.values()) == ["context deadline exceeded"] and len(statuses) == 2
+    m3 = [m for m in members if m["name"] == "m3"][0]
+    selection = etcd_cli.select_member(members, statuses, failures, preferred_member_id=m3["member_id"])
+    assert by_name(selection, "m3")["problems"] == ["did not answer endpoint status: context deadline exceeded"]
+    assert selection["chosen"]["name"] == "m1" and not selection["chosen"]["is_leader"]
+
+
+def test_a_stopped_leader_means_no_snapshot():
+    members, statuses, failures = cluster("3.4.23", stopped=True)  # m3, the leader, was SIGSTOPped
+    with pytest.raises(etcd_cli.EtcdCliError, match="the leader .* does not answer"):
+        etcd_cli.select_member(members, statuses, failures, preferred_member_id=members[0]["member_id"])
+
+
+def test_alarms_learners_other_leaders_and_terms_are_refused():
+    members, statuses, failures = cluster("3.5.1")
+    leader = statuses[0]["leader"]
+    first, second = [m["member_id"] for m in members if m["member_id"] != leader]
+
+    def changed(member_id, **fields):
+        return [dict(s, **fields) if s["member_id"] == member_id else s for s in statuses]
+
+    cases = [(changed(first, errors=["memberID:1 alarm:NOSPACE "]), "reports errors: memberID:1 alarm:NOSPACE"),
+             (changed(first, is_learner=True), "is a learner"),
+             (changed(first, leader=None), "knows no leader"),
+             (changed(first, leader=second), "sees leader %s" % second),
+             (changed(first, raft_term=9), "raft term 9, the leader's 2")]
+    for view, problem in cases:
+        selection = etcd_cli.select_member(members, view, failures, preferred_member_id=first)
+        row = [m for m in selection["members"] if m["member_id"] == first][0]
+        assert not row["healthy"] and row["problems"][0].startswith(problem), (problem, row)
+        assert selection["chosen"]["member_id"] == second
+
+
+def test_status_failures_and_bad_member_lists():
+    assert etcd_cli.parse_status_failures(fixture("3.4.23-endpoint-status-cluster-stopped.txt")) == {
+        "http://127.0.0.1:48979": "context deadline exceeded"}
+    with pytest.raises(etcd_cli.EtcdCliError, match="no members JSON"):
+        etcd_cli.parse_member_list("Error: context deadline exceeded")
+    with pytest.raises(etcd_cli.EtcdCliError, match="the member list is empty"):
+        etcd_cli.select_member([], [], {})
+
+
+def test_major_minor():
+    assert [etcd_cli.major_minor(v) for v in ("3.5.1", "v3.4.23", "3.6.0-rc.1", "", None, "x")] == [
+        "3.5", "3.4", "3.6", None, None, None]
+
+
+# -- deadlines, through the real command runner and fake etcdctl scripts -----------------------------
+
+
+def script(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_hanging_etcdctl_and_its_child_are_killed_at_the_deadline(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    hang = script(tmp_path, "etcdctl", "sleep 300 &\necho $! > %s\nwait\n" % pidfile)
+    cli = etcd_cli.EtcdCli.with_deadline(1.5, etcdctl=hang)
+    started = time.monotonic()
+    with pytest.raises(etcd_cli.EtcdTimeout) as info:
+        cli.endpoint_status("http://127.0.0.1:2379")
+    assert time.monotonic() - started < 10
+    message = str(info.value)
+    assert message.startswith("etcdctl endpoint status on http://127.0.0.1:2379 did not finish within its deadline "
+                              "of 1.5 s") and hang in message and "process group killed" in message
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with open("/proc/%d/stat" % child) as handle:
+                if handle.read().split(") ", 1)[1].startswith("Z"):
+                    break
+        except OSError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("child %d survived" % child)
+
+
+def test_a_slow_etcdctl_within_the_deadline_is_fine(tmp_path):
+    slow = script(tmp_path, "etcdctl", "sleep 1\ncat %s\n" % os.path.join(FIXTURES, "3.5.1-endpoint-status-cluster.txt"))
+    statuses, failures = etcd_cli.EtcdCli.with_deadline(5, etcdctl=slow).cluster_status("http://127.0.0.1:2379")
+    assert len(statuses) == 3 and failures == {}
+
+
+def test_garbage_output_is_bounded_and_named(tmp_path):
+    garbage = script(tmp_path, "etcdctl", "head -c 3000000 /dev/zero | tr '\\0' 'x'\n")
+    cli = etcd_cli.EtcdCli.with_deadline(20, etcdctl=garbage, max_output=65536)
+    with pytest.raises(etcd_cli.EtcdCliError) as info:
+        cli.member_list("http://127.0.0.1:2379")
+    assert str(info.value).startswith("member list printed no members JSON") and len(str(info.value)) < 400
+    assert cli._run.results[-1].truncated and len(cli._run.results[-1].stdout) == 65536
+
+
+def test_a_member_down_is_not_an_error_of_the_cluster_status(tmp_path):
+    text = os.path.join(FIXTURES, "3.5.1-endpoint-status-cluster-stopped.txt")
+    partial = script(tmp_path, "etcdctl", "head -n1 %s\ntail -n +2 %s >&2\nexit 1\n" % (text, text))
+    statuses, failures = etcd_cli.EtcdCli.with_deadline(5, etcdctl=partial).cluster_status("http://127.0.0.1:2379")
+    assert len(statuses) == 2 and list(failures) == ["http://127.0.0.1:53933"]
+    broken = script(tmp_path, "etcdctl2", "echo 'Error: context deadline exceeded' >&2\nexit 1\n")
+    with pytest.raises(etcd_cli.EtcdCliError, match="rc=1.*Error: context deadline exceeded"):
+        etcd_cli.EtcdCli.with_deadline(5, etcdctl=broken).cluster_status("http://127.0.0.1:2379")
+
+
+# -- the manifest: retention prunes only what this collection recorded -------------------------------
+
+
+def test_record_and_prune_only_recorded_files(tmp_path):
+    names = ["etcd-snapshot-2026010%dT000000Z-rev%d.db" % (i, i) for i in range(1, 5)]
+    for name in names:
+        (tmp_path / name).write_bytes(b"x" * 10)
+        (tmp_path / (name + ".meta.json")).write_text("{}")
+    digest = {"sha256": "0" * 64, "size": 10}
+    for name in names[:3]:  # names[3] was never recorded
+        etcd_cli.record_and_prune(str(tmp_path), etcd_cli.manifest_entry(str(tmp_path / name), digest, "t", 1, "m"),
+                                  "etcd-snapshot", 0)
+    manifest_path = tmp_path / etcd_cli.MANIFEST_NAME
+    assert os.stat(str(manifest_path)).st_mode & 0o777 == 0o600
+    new = "etcd-snapshot-20260201T000000Z-rev9.db"
+    (tmp_path / new).write_bytes(b"y" * 10)
+    entry = etcd_cli.manifest_entry(str(tmp_path / new), digest, "t", 9, "m")
+    dry = etcd_cli.record_and_prune(str(tmp_path), entry, "etcd-snapshot", 2, dry_run=True)
+    assert dry == ([str(tmp_path / names[1]), str(tmp_path / names[0])], [])
+    assert all((tmp_path / n).exists() for n in names)
+    pruned, skipped = etcd_cli.record_and_prune(str(tmp_path), entry, "etcd-snapshot", 2)
+    assert pruned == [str(tmp_path / names[1]), str(tmp_path / names[0])] and skipped == []
+    assert sorted(os.listdir(str(tmp_path))) == sorted(
+        [names[2], names[2] + ".meta.json", names[3], names[3] + ".meta.json", new, etcd_cli.MANIFEST_NAME,
+         etcd_cli.MANIFEST_LOCK])
+    assert [e["name"] for e in etcd_cli.read_manifest(str(tmp_path))["snapshots"]] == [names[2], new]
+    manifest_path.write_text('{"kind": "something else", "snapshots": []}')
+    with pytest.raises(etcd_cli.EtcdCliError, match="is not a gpufleet.dra_gate/etcd-snapshot-manifest"):
+        etcd_cli.record_and_prune(str(tmp_path), None, "etcd-snapshot", 1)
+    assert (tmp_path / names[2]).exists()

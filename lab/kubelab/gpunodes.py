@@ -4,7 +4,7 @@
 
 A scenario node with ``gpu: {tree: <name>, backend: device-plugin|dra|both|none}`` is completed at
 start by :func:`prepare`: the tree is written under ``<workdir>/trees/<node>/`` (a ``count:`` pool
-shares ``trees/<pool>/``), the collection's ``gpu_node.gather`` reads it (recorded commands) and
+shares ``trees/<pool>/``), the collection's ``node_config.gather`` reads it (recorded commands) and
 the Node gets from the facts:
 
 * ``status.nodeInfo``: kernelVersion (kernel.release), osImage (os.pretty_name),
@@ -47,10 +47,10 @@ _UUID = re.compile(r"GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 def gather(root: str) -> dict:
     """The collection's ``gpu_node`` facts of the tree at ``root`` (recorded commands)."""
     nodetrees.collection_importable()
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import gpu_node  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import node_config  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree, RecordedCommands  # pylint: disable=import-outside-toplevel
     tree = NodeTree(root)
-    return gpu_node.gather(tree, RecordedCommands(tree))
+    return node_config.gather(tree, RecordedCommands(tree))
 
 
 def derive_uuid(uuid: str, salt: str) -> str:

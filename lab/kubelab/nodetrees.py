@@ -24,6 +24,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FIXTURES = os.path.join(REPO, "tests", "fixtures")
 H200_NAME = "h200-vm"
 H200_BUNDLE = os.path.join(FIXTURES, "nodes", "h200-vm.tar.gz")
+# A second recording (another H200 machine, 2026-12-01) with the VBIOS in the nvidia-smi query and
+# the NIC sysfs entries; the first one's nvidia-smi header predates vbios_version.
+H200_BUNDLE_20261201 = os.path.join(FIXTURES, "nodes", "h200-vm-20261201.tar.gz")
 
 # Real formats. Open module: the H200 machine's /proc/driver/nvidia/version. Proprietary module:
 # the widely published 535.129.03 line ("NVIDIA UNIX x86_64 Kernel Module  <ver>  <date>").
@@ -35,14 +38,18 @@ DRIVER_VERSION_PROPRIETARY = (
     "GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04) \n")
 # The H200 machine's /proc/driver/nvidia/gpus/<bdf>/information, values substituted.
 GPU_INFORMATION = (
-    "Model: \t\t {name}\nIRQ:   \t\t {irq}\nGPU UUID: \t {uuid}\nVideo BIOS: \t 96.00.a5.00.1a\n"
+    "Model: \t\t {name}\nIRQ:   \t\t {irq}\nGPU UUID: \t {uuid}\nVideo BIOS: \t {vbios}\n"
     "Bus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\nBus Location: \t {bdf}\n"
     "Device Minor: \t {minor}\nGPU Firmware: \t {version}\nGPU Excluded:\t No\n")
-# The H200 machine's nvidia-smi CSV header (nvidia-smi --query-gpu=... --format=csv,nounits).
-SMI_HEADER = "index, pci.bus_id, pci.device_id, name, uuid, mig.mode.current, memory.total [MiB], driver_version\n"
+# The H200 machine's nvidia-smi CSV header (nvidia-smi --query-gpu=... --format=csv,nounits), recorded
+# before vbios_version was queried, and the header with it (nvidia-smi names each column as queried).
+SMI_HEADER_LEGACY = "index, pci.bus_id, pci.device_id, name, uuid, mig.mode.current, memory.total [MiB], driver_version\n"
+SMI_HEADER = SMI_HEADER_LEGACY.rstrip("\n") + ", vbios_version\n"
 SMI_ARGV = ["/usr/bin/nvidia-smi",
-            "--query-gpu=index,pci.bus_id,pci.device_id,name,uuid,mig.mode.current,memory.total,driver_version",
+            "--query-gpu=index,pci.bus_id,pci.device_id,name,uuid,mig.mode.current,memory.total,driver_version,vbios_version",
             "--format=csv,nounits"]
+# The H200 machine's VBIOS as nvidia-smi -q prints it (procfs prints it in lower case).
+VBIOS_VERSION = "96.00.A5.00.1A"
 # Real failure text of nvidia-smi when the kernel module is not loaded (exit status 9).
 SMI_NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
                  "Make sure that the latest NVIDIA driver is installed and running.\n\n")
@@ -68,11 +75,11 @@ def collection_importable() -> None:
         sys.path.insert(0, collections)
 
 
-def h200_tree(dest):
+def h200_tree(dest, bundle=H200_BUNDLE):
     """Unpack the bundle recorded on the real H200 machine into ``dest``; return ``dest``."""
     collection_importable()
     from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_bundle import extract_bundle  # pylint: disable=import-outside-toplevel
-    extract_bundle(H200_BUNDLE, str(dest))
+    extract_bundle(bundle, str(dest))
     return str(dest)
 
 
@@ -99,10 +106,10 @@ def _command(root, name, argv, rc, stdout, stderr=""):
 
 
 def gpu(bdf, numa=None, iommu_group=None, kernel_driver="nvidia", name="NVIDIA H200", device="0x2335",
-        uuid=None, mig="Disabled", memory=143771):
+        uuid=None, mig="Disabled", memory=143771, vbios=VBIOS_VERSION):
     """One GPU of a constructed tree (defaults: the H200 machine's GPU)."""
     return {"bdf": bdf, "numa": numa, "iommu_group": iommu_group, "kernel_driver": kernel_driver,
-            "name": name, "device": device, "mig": mig, "memory": memory,
+            "name": name, "device": device, "mig": mig, "memory": memory, "vbios": vbios,
             "uuid": uuid or "GPU-f06f0ae7-4822-3c65-0972-%s" % hashlib.sha256(bdf.encode("utf-8")).hexdigest()[:12]}
 
 
@@ -144,10 +151,11 @@ def build_tree(root, spec):
             _link(root, dev + "/iommu_group", "../../../../kernel/iommu_groups/%d" % item["iommu_group"])
         if item["kernel_driver"] == "nvidia" and flavor:
             _write(root, "/proc/driver/nvidia/gpus/%s/information" % item["bdf"], GPU_INFORMATION.format(
-                name=item["name"], irq=40 + minor, uuid=item["uuid"], bdf=item["bdf"], minor=minor, version=version))
-            smi_rows.append("%d, 0000%s, %s10DE, %s, %s, %s, %s, %s\n" % (
+                name=item["name"], irq=40 + minor, uuid=item["uuid"], bdf=item["bdf"], minor=minor, version=version,
+                vbios=item["vbios"].lower()))
+            smi_rows.append("%d, 0000%s, %s10DE, %s, %s, %s, %s, %s, %s\n" % (
                 len(smi_rows), item["bdf"].upper(), item["device"].upper().replace("0X", "0x"), item["name"],
-                item["uuid"], item["mig"], item["memory"], version))
+                item["uuid"], item["mig"], item["memory"], version, item["vbios"]))
     smi = spec.get("smi", "ok")
     if smi == "ok" and flavor:
         _command(root, "nvidia-smi", SMI_ARGV, 0, SMI_HEADER + "".join(smi_rows))
@@ -155,6 +163,8 @@ def build_tree(root, spec):
         _command(root, "nvidia-smi", SMI_ARGV, 9, SMI_NO_DRIVER)
     elif smi == "columns":
         _command(root, "nvidia-smi", SMI_ARGV, 0, "index, name\n0, NVIDIA H200\n")
+    for nic in spec.get("nics") or []:
+        _network_device(root, nic)
     for path, text in (spec.get("files") or {}).items():
         _write(root, path, text)
     if spec.get("containerd_version"):
@@ -163,6 +173,34 @@ def build_tree(root, spec):
         _command(root, "kubelet-version", ["/usr/bin/kubelet", "--version"], 0, "Kubernetes %s\n" % spec["kubelet_version"])
         _write(root, "/var/lib/kubelet/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
     return root
+
+
+def nic(name, bdf, numa=None, driver="mlx5_core", vendor="0x15b3", device="0x1021", rdma=None, virtio=None):
+    """One network device of a constructed tree: a NIC on PCI function ``bdf`` and, with ``rdma``,
+    the RDMA device of the same function (an mlx5 ConnectX-7 by default)."""
+    return {"name": name, "bdf": bdf, "numa": numa, "driver": driver, "vendor": vendor, "device": device,
+            "rdma": rdma, "virtio": virtio}
+
+
+def _network_device(root, item):
+    """Write a NIC the way sysfs shows it: ``/sys/class/net/<name>`` is a link into
+    ``/sys/devices/pci<domain>:<bus>/<bdf>/[virtioN/]net/<name>``, the PCI function's attributes
+    are in ``/sys/bus/pci/devices/<bdf>`` and an RDMA device is ``/sys/class/infiniband/<dev>``."""
+    bdf = item["bdf"]
+    parent = "devices/pci%s/%s" % (bdf[:7], bdf) + ("/%s" % item["virtio"] if item["virtio"] else "")
+    _write(root, "/sys/%s/net/%s/address" % (parent, item["name"]), "02:00:00:00:00:01\n")
+    _link(root, "/sys/class/net/" + item["name"], "../../%s/net/%s" % (parent, item["name"]))
+    dev = "/sys/bus/pci/devices/" + bdf
+    if not os.path.isdir(os.path.join(root, dev.lstrip("/"))):
+        _write(root, dev + "/vendor", item["vendor"] + "\n")
+        _write(root, dev + "/device", item["device"] + "\n")
+        _write(root, dev + "/class", "0x020000\n")
+        _write(root, dev + "/numa_node", "%d\n" % (-1 if item["numa"] is None else item["numa"]))
+        if item["driver"]:
+            _link(root, dev + "/driver", "../../../bus/pci/drivers/" + item["driver"])
+    if item["rdma"]:
+        _write(root, "/sys/devices/pci%s/%s/infiniband/%s/node_type" % (bdf[:7], bdf, item["rdma"]), "1: CA\n")
+        _link(root, "/sys/class/infiniband/" + item["rdma"], "../../devices/pci%s/%s/infiniband/%s" % (bdf[:7], bdf, item["rdma"]))
 
 
 def fixture_text(*parts):
@@ -194,6 +232,28 @@ def shapes():
                 "/etc/cdi/broken.yaml": fixture_text("cdi", "broken", "invalid-yaml.yaml.broken"),
             },
             "kubelet_version": "v1.36.4",
+            # One ConnectX-7 (NIC + RDMA) per NUMA node beside the GPUs, and the board's management NIC.
+            "nics": [nic("ens1np0", "0000:1a:00.0", numa=0, rdma="mlx5_0"),
+                     nic("ens2np0", "0000:9c:00.0", numa=1, rdma="mlx5_1"),
+                     nic("eno1", "0000:03:00.0", numa=0, driver="igb", vendor="0x8086", device="0x1533")],
+        },
+        # The most common GPU node image: Ubuntu 22.04 (Python 3.10, no tomli), containerd 2.3 with a
+        # config v3 that enables CDI and imports the nvidia-ctk drop-in, the nvidia-ctk spec in YAML.
+        "ubuntu2204-containerd2-cdi": {
+            "os": ("ubuntu", "22.04", "Ubuntu 22.04.5 LTS"), "kernel": "5.15.0-126-generic",
+            "cmdline": "BOOT_IMAGE=/vmlinuz-5.15.0-126-generic ro intel_iommu=on iommu=pt",
+            "driver": "open", "driver_version": "580.173.02",
+            "gpus": [gpu("0000:18:00.0", numa=0, iommu_group=20), gpu("0000:9a:00.0", numa=1, iommu_group=40)],
+            "iommu_groups": 48, "iommufd": True,
+            "containerd_version": "containerd github.com/containerd/containerd/v2 v2.3.1 3f5c8c8d4b8e1f6c0e5f7a9b2d4c6e8f0a1b3c5d",
+            "files": {
+                "/etc/containerd/config.toml": fixture_text("containerd", "containerd-2.x-v3-imports.toml"),
+                "/etc/containerd/conf.d/v3-99-nvidia.toml": fixture_text("containerd", "conf.d", "v3-99-nvidia.toml"),
+                "/var/run/cdi/nvidia.yaml": fixture_text("cdi", "nvidia-ctk-0.5.0.yaml"),
+                "/etc/cdi/nvidia.yml": fixture_text("cdi", "nvidia-ctk-0.5.0.yaml"),
+            },
+            "kubelet_version": "v1.36.4",
+            "nics": [nic("ens1np0", "0000:1a:00.0", numa=0, rdma="mlx5_0")],
         },
         # Two GPUs, one bound to vfio-pci for passthrough; IOMMU on with iommufd.
         "vfio-passthrough": {

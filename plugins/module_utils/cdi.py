@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parse and check Container Device Interface (CDI) spec files on a node.
 
-Standard library only (Python 3.8+); YAML is read with the bundled ``mini_yaml`` subset loader.
+The name and filename checks are standard library only (the node module uses them to pick spec
+files); :func:`parse_cdi_spec` reads YAML/JSON with PyYAML (``safe_load``, the C loader when
+built) and runs on the controller (``node_config``, the ``gpu_node_facts`` action plugin).
 
 The checks follow what the CDI Go library (tags.cncf.io/container-device-interface, used by
 containerd and CRI-O) does when it loads a spec, so that a file this module accepts is one the
@@ -128,14 +130,47 @@ def validate_device_name(name):
     return None
 
 
+def _list(value):
+    return value if isinstance(value, list) else []
+
+
 def _edits_list(spec):
     edits = []
-    for dev in spec.get("devices") or []:
+    for dev in _list(spec.get("devices")):
         if isinstance(dev, dict) and isinstance(dev.get("containerEdits"), dict):
             edits.append(dev["containerEdits"])
     if isinstance(spec.get("containerEdits"), dict):
         edits.append(spec["containerEdits"])
     return edits
+
+
+# Types of the containerEdits fields (specs-go/config.go); a wrong type fails the CDI library's
+# strict decoding, so it is an error of the spec here too.
+_EDIT_LISTS = ("env", "deviceNodes", "hooks", "mounts", "additionalGids", "netDevices")
+_EDIT_LIST_OF_MAPPINGS = ("deviceNodes", "hooks", "mounts", "netDevices")
+
+
+def _edit_type_errors(edits, where):
+    if edits is None:
+        return []
+    if not isinstance(edits, dict):
+        return ["%s is not a mapping (got %s)" % (where, type(edits).__name__)]
+    errors = []
+    for field in _EDIT_LISTS:
+        value = edits.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            errors.append("%s.%s is not a list (got %s)" % (where, field, type(value).__name__))
+        elif field in _EDIT_LIST_OF_MAPPINGS:
+            bad = [i for i, item in enumerate(value) if not isinstance(item, dict)]
+            if bad:
+                errors.append("%s.%s[%d] is not a mapping" % (where, field, bad[0]))
+        elif field == "env" and not all(isinstance(item, str) for item in value):
+            errors.append("%s.env holds a value that is not a string" % where)
+    if edits.get("intelRdt") is not None and not isinstance(edits.get("intelRdt"), dict):
+        errors.append("%s.intelRdt is not a mapping" % where)
+    return errors
 
 
 def minimum_required_version(spec):
@@ -150,9 +185,9 @@ def minimum_required_version(spec):
         return required
 
     edits = _edits_list(spec)
-    devices = [d for d in (spec.get("devices") or []) if isinstance(d, dict)]
+    devices = [d for d in _list(spec.get("devices")) if isinstance(d, dict)]
     for e in edits:
-        for m in e.get("mounts") or []:
+        for m in _list(e.get("mounts")):
             if isinstance(m, dict) and m.get("type"):
                 required = need("0.4.0", "mounts[].type")
     for d in devices:
@@ -160,7 +195,7 @@ def minimum_required_version(spec):
         if isinstance(name, str) and name and not ("A" <= name[0] <= "Z" or "a" <= name[0] <= "z"):
             required = need("0.5.0", "device name %r does not start with a letter" % name)
     for e in edits:
-        for dn in e.get("deviceNodes") or []:
+        for dn in _list(e.get("deviceNodes")):
             if isinstance(dn, dict) and dn.get("hostPath"):
                 required = need("0.5.0", "deviceNodes[].hostPath")
     if spec.get("annotations") or any(d.get("annotations") for d in devices):
@@ -177,6 +212,63 @@ def minimum_required_version(spec):
     return required, why
 
 
+#: Deeper nesting is refused before composing: PyYAML's C composer recurses on the C stack and
+#: crashes the process (segmentation fault, seen with 100000 nested brackets) instead of raising.
+#: Real CDI specs nest 7 levels deep (nvidia-ctk's spec).
+MAX_SPEC_DEPTH = 64
+
+
+def _yaml():
+    """PyYAML, imported only when a spec is parsed (on the controller): importing it costs about
+    60 ms, and the node module imports this file for the file-name checks alone."""
+    try:
+        import yaml  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return None
+    return yaml
+
+
+def _nesting_depth(yaml, text, loader, limit):
+    """The nesting depth of the YAML ``text`` (at most ``limit + 1``), from libyaml's event stream
+    (an iterative state machine: no recursion however deep the text)."""
+    depth = deepest = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            deepest = max(deepest, depth)
+            if depth > limit:
+                break
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    return deepest
+
+
+def load_spec_text(text):
+    """YAML/JSON text -> ``(data, None)`` or ``(None, message)``; never raises for bad text.
+
+    The CDI library reads both forms with a YAML decoder, so does this (JSON is YAML 1.2). Safe
+    loading only; libyaml's C loader when built (after a depth check), else PyYAML's Python one
+    (whose recursion is bounded by Python's recursion limit).
+    """
+    yaml = _yaml()
+    if yaml is None:
+        return None, "PyYAML is not available (CDI specs are parsed on the controller)"
+    loader = getattr(yaml, "CSafeLoader", None)
+    try:
+        if loader is not None:
+            if _nesting_depth(yaml, text, loader, MAX_SPEC_DEPTH) > MAX_SPEC_DEPTH:
+                return None, "invalid YAML/JSON: nested deeper than %d levels" % MAX_SPEC_DEPTH
+        else:
+            loader = yaml.SafeLoader
+        return yaml.load(text, Loader=loader), None  # nosec: a safe loader
+    except yaml.YAMLError as exc:
+        return None, "invalid YAML/JSON: %s" % " ".join(str(exc).split())
+    except RecursionError:
+        return None, "invalid YAML/JSON: nested too deeply"
+    except (ValueError, TypeError) as exc:  # e.g. a timestamp out of range
+        return None, "invalid YAML/JSON: %s" % exc
+
+
 def parse_cdi_spec(text, path):
     """Parse one CDI spec file's text.
 
@@ -184,16 +276,15 @@ def parse_cdi_spec(text, path):
     names in file order; ``error`` is None for a spec the CDI library would load, else the first
     problem found (the other fields are filled as far as parsing got).
     """
-    # Imported here: most nodes have no spec file, and the loader is the largest piece of node code
-    # (compiling it on every facts run is measurable in bench/bench_node_facts.py).
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.mini_yaml import YAMLSubsetError, load as yaml_load
+    data, error = load_spec_text(text)
+    if error:
+        return {"path": path, "cdi_version": None, "kind": None, "devices": [], "error": error}
+    return check_cdi_spec(data, path)
 
+
+def check_cdi_spec(data, path):
+    """Check one parsed CDI spec (see :func:`parse_cdi_spec`); wrong types are errors, never raised."""
     result = {"path": path, "cdi_version": None, "kind": None, "devices": [], "error": None}
-    try:
-        data = yaml_load(text)
-    except YAMLSubsetError as exc:
-        result["error"] = "invalid YAML/JSON: %s" % exc
-        return result
     if data is None:
         result["error"] = "empty spec file"
         return result
@@ -249,12 +340,17 @@ def parse_cdi_spec(text, path):
             unknown = sorted(str(k) for k in dev if k not in _DEVICE_FIELDS)
             if unknown:
                 errors.append("devices[%d] (%s): unknown field(s) %s" % (idx, name, ", ".join(unknown)))
+            errors.extend(_edit_type_errors(dev.get("containerEdits"), "devices[%d].containerEdits" % idx))
         if not devices:
             errors.append("no devices")
 
     unknown = sorted(str(k) for k in data if k not in _TOP_LEVEL_FIELDS)
     if unknown:
         errors.append("unknown top-level field(s) %s" % ", ".join(unknown))
+    errors.extend(_edit_type_errors(data.get("containerEdits"), "containerEdits"))
+    for field in ("annotations",):
+        if data.get(field) is not None and not isinstance(data.get(field), dict):
+            errors.append("%s is not a mapping (got %s)" % (field, type(data.get(field)).__name__))
     for e in _edits_list(data):
         bad = sorted(str(k) for k in e if k not in _EDIT_FIELDS)
         if bad:

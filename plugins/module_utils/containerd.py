@@ -193,6 +193,7 @@ def analyse_config(config, binary_version=None):
     * ``default_runtime_name``: set value or containerd's default ``"runc"``.
     * ``imports``: the ``imports`` globs as written.
     * ``notes``: human-readable explanations of defaults and assumptions.
+    * ``problems``: settings of the wrong type that containerd would refuse or ignore.
     """
     config = config if isinstance(config, dict) else {}
     notes = []
@@ -230,8 +231,11 @@ def analyse_config(config, binary_version=None):
     cdi_enabled = None
     source = "unknown"
     dirs = list(DEFAULT_CDI_SPEC_DIRS)
+    config_problems = []
     if isinstance(explicit_dirs, list):
         dirs = list(explicit_dirs)
+    elif explicit_dirs is not None:
+        config_problems.append("cdi_spec_dirs is not a list (got %s); ignored" % type(explicit_dirs).__name__)
 
     if config_version is None:
         notes.append("config version %r is not an integer" % (raw_version,))
@@ -265,6 +269,7 @@ def analyse_config(config, binary_version=None):
                 notes.append("enable_cdi not set: containerd %s defaults to false" % binary_version)
         if explicit is not None:
             notes.append("enable_cdi is %r, not a boolean: ignored" % (explicit,))
+            config_problems.append("enable_cdi is %r, not a boolean; ignored (the default applies)" % (explicit,))
 
     return {
         "config_version": config_version,
@@ -279,4 +284,5 @@ def analyse_config(config, binary_version=None):
         "default_runtime_name": default_runtime,
         "imports": imports,
         "notes": notes,
+        "problems": config_problems,
     }

@@ -7,6 +7,13 @@ Input: a :class:`~node_tree.NodeTree` (the node's filesystem below a root prefix
 source (live, recorded or none). Output: the documented ``gpu_node`` dict (docs/node-facts.md).
 Nothing here raises on bad node data: everything unreadable or unexpected is a ``problems`` entry.
 Standard library only: this runs on GPU nodes.
+
+The containerd config (TOML) and the CDI specs (YAML/JSON) are *not* parsed here: :func:`collect`
+returns their raw, size-bounded text beside the facts, and the controller parses it with real
+parsers (``node_config.complete``, called by the ``gpu_node_facts`` action plugin), so a Python 3.8
+node is assessed exactly like a 3.11 one. To know which files to send, the node scans the config
+text for ``imports`` and ``cdi_spec_dirs`` string lists (a superset is fine); the controller checks
+the parsed values against what was sent and reports anything the node missed.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -37,6 +44,14 @@ KUBELET_CONFIGS = ("/var/lib/kubelet/config.yaml", "/etc/kubernetes/kubelet.conf
 BINARY_DIRS = ["/usr/bin", "/usr/local/bin", "/usr/sbin", "/opt/bin"]
 _KUBELET_VERSION_RE = re.compile(r"Kubernetes\s+v?(\d+\.\d+\.\d+\S*)")
 _IOMMU_PARAMS = ("intel_iommu", "amd_iommu", "iommu", "iommu.passthrough", "iommu.strict")
+# Bounds of what the node sends to the controller for parsing.
+MAX_CONFIG_BYTES = 1024 * 1024  # one containerd config file or CDI spec
+MAX_CONFIG_FILES = 256  # containerd drop-ins plus CDI specs
+# Textual scan of containerd's TOML for the file names the controller will need (a superset).
+_IMPORTS_RE = re.compile(r"^[ \t]*imports[ \t]*=[ \t]*\[(.*?)\]", re.MULTILINE | re.DOTALL)
+_SPEC_DIRS_RE = re.compile(r"cdi_spec_dirs[\"' \t]*=[ \t]*\[(.*?)\]", re.DOTALL)
+_TOML_STRING_RE = re.compile(r"\"((?:[^\"\\\n]|\\.)*)\"|'([^'\n]*)'")
+_BDF_COMPONENT_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 
 def _parse_os_release(text):
@@ -81,6 +96,22 @@ def gather_firmware(tree):
     for field in DMI_FIELDS:
         firmware[field] = tree.read_value("/sys/class/dmi/id/" + field) or None
     return firmware
+
+
+def run_command(tree, commands, name, argv, label):
+    """``(rc, stdout, stderr)`` of one command, or None when its binary is absent.
+
+    A command that gave no usable result (deadline passed, output over the bound) returns
+    ``(None, "", message)`` and is a ``problems`` entry at ``label`` with the runner's message,
+    which names the command and the deadline.
+    """
+    result = commands.run(name, argv)
+    if result is None:
+        return None
+    rc, out, err = result
+    if rc is None:
+        tree.problem(label, err or "%s gave no result" % label)
+    return rc, out if isinstance(out, str) else "", err if isinstance(err, str) else ""
 
 
 def gather_driver(tree):
@@ -148,17 +179,23 @@ def _proc_gpus(tree):
         if bdf is None:
             tree.problem(base + "/" + name + "/information", "no usable 'Bus Location'")
             continue
-        found[bdf] = {"name": info.get("Model"), "uuid": info.get("GPU UUID")}
+        vbios = info.get("Video BIOS")
+        found[bdf] = {"name": info.get("Model"), "uuid": info.get("GPU UUID"),
+                      "vbios_version": vbios.upper() if vbios and vbios not in ("N/A", "??.??.??.??.??") else None}
     return found
 
 
 def _query_nvidia_smi(tree, commands):
-    result = commands.run("nvidia-smi", nvidia_smi.ARGV)
+    result = run_command(tree, commands, "nvidia-smi", nvidia_smi.ARGV, "nvidia-smi")
     status = {"status": "not_run", "mode": commands.mode}
     if result is None:
         status["status"] = "missing"
         return status, []
     rc, out, err = result
+    if rc is None:
+        timed_out = " timed out " in err
+        status.update(status="timed_out" if timed_out else "failed", rc=None, error=err[:500])
+        return status, []
     if rc != 0:
         status.update(status="failed", rc=rc, error=(err or out or "").strip()[:500])
         tree.problem("nvidia-smi", "exited %d: %s" % (rc, status["error"]))
@@ -201,6 +238,7 @@ def gather_gpus(tree, commands):
             "kernel_driver": pci.get("kernel_driver"),
             "mig_mode": smi.get("mig_mode"),
             "memory_mib": smi.get("memory_mib"),
+            "vbios_version": smi.get("vbios_version") or proc.get("vbios_version"),
             "sources": sources,
         })
     return gpus, smi_status
@@ -215,14 +253,100 @@ def gather_iommu(tree):
     }
 
 
-def _parse_toml_file(tree, path):
-    text = tree.read_text(path)
-    if text is None:
-        return None, None
-    data, error = containerd_mod.load_toml(text)
-    if error:
-        tree.problem(path, error)
-    return data, error
+def _pci_attributes(tree, bdf):
+    """numa_node, driver, vendor and device of the PCI function ``bdf`` (sysfs), as the GPUs read them."""
+    dev = "/sys/bus/pci/devices/" + bdf
+    numa = tree.read_value(dev + "/numa_node")
+    numa_node = None
+    if numa is not None:
+        try:
+            numa_node = int(numa)
+        except ValueError:
+            tree.problem(dev + "/numa_node", "not an integer: %r" % numa[:40])
+        else:
+            numa_node = None if numa_node < 0 else numa_node
+    driver_link = tree.readlink(dev + "/driver")
+    return {
+        "numa_node": numa_node,
+        "driver": posixpath.basename(driver_link) if driver_link else None,
+        "vendor_id": (tree.read_value(dev + "/vendor") or "").lower() or None,
+        "device_id": (tree.read_value(dev + "/device") or "").lower() or None,
+    }
+
+
+def _class_devices(tree, base):
+    """``(name, pci_bus_id)`` for each entry of a sysfs class directory that sits on a PCI function.
+
+    The class entry is a link into ``/sys/devices/pci.../<bdf>/.../<name>``; the PCI address is the
+    last PCI address in that path (a virtio NIC sits below its PCI function). Entries that are no
+    link (a constructed tree may hold the ``device`` link instead) fall back to ``<entry>/device``.
+    Virtual devices (lo, bridges, veth) have no PCI address and are left out.
+    """
+    found = []
+    for name in tree.listdir(base) or []:
+        target = tree.readlink(base + "/" + name)
+        if target is None:
+            target = tree.readlink(base + "/" + name + "/device")
+        if not target:
+            continue
+        bdfs = [part for part in target.split("/") if _BDF_COMPONENT_RE.match(part)]
+        if bdfs:
+            found.append((name, bdfs[-1]))
+    return found
+
+
+def gather_network(tree):
+    """NICs (``/sys/class/net``) and RDMA devices (``/sys/class/infiniband``) on PCI functions."""
+    nics = []
+    for name, bdf in _class_devices(tree, "/sys/class/net"):
+        nic = {"name": name, "pci_bus_id": bdf}
+        nic.update(_pci_attributes(tree, bdf))
+        nics.append(nic)
+    rdma = []
+    for name, bdf in _class_devices(tree, "/sys/class/infiniband"):
+        dev = {"name": name, "pci_bus_id": bdf}
+        dev.update(_pci_attributes(tree, bdf))
+        dev["net_devices"] = [nic["name"] for nic in nics if nic["pci_bus_id"] == bdf]
+        rdma.append(dev)
+    return {"nics": nics, "rdma_devices": rdma}
+
+
+def _toml_strings(regex, text):
+    """Plain string literals of every ``key = [...]`` array ``regex`` finds in TOML ``text``."""
+    values = []
+    for match in regex.finditer(text or ""):
+        for basic, literal in _TOML_STRING_RE.findall(match.group(1)):
+            value = literal if literal else basic
+            if value and "\\" not in value and value not in values:
+                values.append(value)
+    return values
+
+
+class _RawFiles(object):
+    """Size- and count-bounded raw texts the controller parses: ``{path: {"text", "error"}}``."""
+
+    def __init__(self, tree):
+        self.tree = tree
+        self.files = {}
+
+    def read(self, path):
+        if path in self.files:
+            return self.files[path]
+        if len(self.files) >= MAX_CONFIG_FILES:
+            entry = {"text": None, "error": "more than %d config files; not read" % MAX_CONFIG_FILES}
+            self.tree.problem(path, entry["error"])
+        else:
+            before = len(self.tree.problems)
+            text = self.tree.read_text(path, max_bytes=MAX_CONFIG_BYTES)
+            new = [p["reason"] for p in self.tree.problems[before:] if p["path"] == path]
+            if text is None:
+                entry = {"text": None, "error": new[0] if new else "missing"}
+            elif u"\ufffd" in text:
+                entry = {"text": None, "error": "not valid UTF-8"}
+            else:
+                entry = {"text": text, "error": None}
+        self.files[path] = entry
+        return entry
 
 
 def _expand_imports(tree, pattern, config_dir):
@@ -234,13 +358,20 @@ def _expand_imports(tree, pattern, config_dir):
     return [directory + "/" + entry for entry in tree.listdir(directory) or [] if fnmatch.fnmatch(entry, name)]
 
 
-def gather_containerd(tree, commands, config_path):
+def collect_containerd(tree, commands, config_path, raw_files):
+    """containerd facts the node can tell (binary, version, config path) and the raw config texts.
+
+    Returns ``(facts, raw)``; ``raw`` is ``{"config_path", "imports": {pattern: [paths]}}`` and the
+    texts are in ``raw_files``. The rest of the facts is filled in by ``node_config.complete``.
+    """
     facts = {
         "present": False, "version": None, "config_path": None, "config_version": None,
         "cdi_enabled": None, "cdi_enabled_source": None, "cdi_spec_dirs": [], "nvidia_runtime": None,
-        "nvidia_runtime_names": [], "default_runtime_name": None, "imports": [], "config_error": None,
+        "nvidia_runtime_names": [], "default_runtime_name": None, "imports": [], "imported_files": [],
+        "config_error": None,
     }
-    result = commands.run("containerd-version", containerd_mod.CONTAINERD_VERSION_ARGV)
+    raw = {"config_path": config_path, "present": False, "imports": {}}
+    result = run_command(tree, commands, "containerd-version", containerd_mod.CONTAINERD_VERSION_ARGV, "containerd --version")
     if result is not None:
         facts["present"] = True
         rc, out, err = result
@@ -248,67 +379,56 @@ def gather_containerd(tree, commands, config_path):
             facts["version"] = containerd_mod.parse_containerd_version(out)
             if facts["version"] is None:
                 tree.problem("containerd --version", "version not recognised in %r" % (out or "")[:200])
-        else:
+        elif rc is not None:
             tree.problem("containerd --version", "exited %d: %s" % (rc, (err or out or "").strip()[:200]))
-    config, error = _parse_toml_file(tree, config_path)
-    if config is None and error is None:
-        return facts
+    main = raw_files.read(config_path)
+    if main["text"] is None and main["error"] == "missing":
+        del raw_files.files[config_path]
+        return facts, raw
     facts["present"] = True
     facts["config_path"] = config_path
-    if error:
-        facts["config_error"] = error
-        return facts
-    imports = config.get("imports") or []
-    if not isinstance(imports, list):
-        tree.problem(config_path, "'imports' is not a list")
-        imports = []
-    merged = config
-    loaded = []
-    for pattern in imports:
-        for path in sorted(_expand_imports(tree, str(pattern), posixpath.dirname(config_path))):
-            dropin, dropin_error = _parse_toml_file(tree, path)
-            if dropin is not None and not dropin_error:
-                merged = containerd_mod.merge_configs(merged, dropin, facts["version"])
-                loaded.append(path)
-    analysis = containerd_mod.analyse_config(merged, facts["version"])
-    for key in ("config_version", "cdi_enabled", "cdi_enabled_source", "cdi_spec_dirs",
-                "nvidia_runtime", "nvidia_runtime_names", "default_runtime_name"):
-        facts[key] = analysis.get(key)
-    facts["imports"] = [{"pattern": str(p)} for p in imports]
-    facts["imported_files"] = loaded
-    return facts
+    raw["present"] = True
+    config_dir = posixpath.dirname(config_path)
+    for pattern in _toml_strings(_IMPORTS_RE, main["text"]):
+        paths = sorted(_expand_imports(tree, pattern, config_dir))
+        raw["imports"][pattern] = paths
+        for path in paths:
+            raw_files.read(path)
+    return facts, raw
 
 
-def gather_cdi(tree, containerd_facts):
+def collect_cdi(tree, raw_files):
+    """The CDI spec files of the default dirs and of every ``cdi_spec_dirs`` the config text names.
+
+    Returns ``{"dirs": {dir: [spec file names] or None}}``; the texts are in ``raw_files``.
+    """
     dirs = list(cdi_mod.DEFAULT_SPEC_DIRS)
-    for directory in containerd_facts.get("cdi_spec_dirs") or []:
-        if directory not in dirs:
-            dirs.append(directory)
-    specs = []
+    for entry in list(raw_files.files.values()):
+        for directory in _toml_strings(_SPEC_DIRS_RE, entry["text"]):
+            if directory.startswith("/") and directory not in dirs:
+                dirs.append(directory)
+    listed = {}
     for directory in dirs:
-        for name in tree.listdir(directory) or []:
-            if not cdi_mod.is_cdi_spec_filename(name):
-                continue
-            path = directory.rstrip("/") + "/" + name
-            text = tree.read_text(path)
-            if text is None:
-                specs.append({"path": path, "cdi_version": None, "kind": None, "devices": [],
-                              "error": "unreadable", "loaded_by_runtime": False})
-                continue
-            spec = cdi_mod.parse_cdi_spec(text, path)
-            # The CDI library loads only .json and .yaml: a .yml spec is silently ignored by the runtime.
-            spec["loaded_by_runtime"] = cdi_mod.is_cdi_spec_filename(name, loaded_by_cdi_only=True)
-            specs.append(spec)
-    return {"spec_dirs": dirs, "specs": specs, "invalid_count": sum(1 for s in specs if s.get("error"))}
+        names = tree.listdir(directory)
+        if names is None:
+            listed[directory] = None
+            continue
+        names = [name for name in names if cdi_mod.is_cdi_spec_filename(name)]
+        listed[directory] = names
+        for name in names:
+            raw_files.read(directory.rstrip("/") + "/" + name)
+    return {"dirs": listed}
 
 
 def gather_kubelet(tree, commands):
     facts = {"present": False, "version": None, "config_paths": []}
     facts["config_paths"] = [p for p in KUBELET_CONFIGS if tree.exists(p)]
-    result = commands.run("kubelet-version", KUBELET_ARGV)
+    result = run_command(tree, commands, "kubelet-version", KUBELET_ARGV, "kubelet --version")
     if result is not None:
         facts["present"] = True
         rc, out, err = result
+        if rc is None:
+            return facts
         match = _KUBELET_VERSION_RE.search(out or "") if rc == 0 else None
         if match:
             facts["version"] = match.group(1)
@@ -319,9 +439,16 @@ def gather_kubelet(tree, commands):
     return facts
 
 
-def gather(tree, commands, containerd_config="/etc/containerd/config.toml"):
-    """All ``gpu_node`` facts. Never raises for bad node data."""
-    containerd = gather_containerd(tree, commands, containerd_config)
+def collect(tree, commands, containerd_config="/etc/containerd/config.toml"):
+    """The node's part of the ``gpu_node`` facts and the raw texts the controller parses.
+
+    Returns ``(facts, raw)``. ``facts`` has every documented key; the containerd config fields and
+    ``cdi`` are filled in by ``node_config.complete(facts, raw)`` on the controller. ``raw`` is
+    ``{"containerd": ..., "cdi": ..., "files": {path: {"text", "error"}}}``. Never raises for bad
+    node data.
+    """
+    raw_files = _RawFiles(tree)
+    containerd, raw_containerd = collect_containerd(tree, commands, containerd_config, raw_files)
     gpus, smi_status = gather_gpus(tree, commands)
     facts = {
         "schema_version": SCHEMA_VERSION,
@@ -335,10 +462,12 @@ def gather(tree, commands, containerd_config="/etc/containerd/config.toml"):
         "gpu_count": len(gpus),
         "nvidia_smi": smi_status,
         "iommu": gather_iommu(tree),
-        "cdi": gather_cdi(tree, containerd),
+        "network": gather_network(tree),
+        "cdi": {"spec_dirs": [], "specs": [], "invalid_count": 0},
         "containerd": containerd,
         "kubelet": gather_kubelet(tree, commands),
         "python": "%d.%d.%d" % sys.version_info[:3],
     }
+    raw_cdi = collect_cdi(tree, raw_files)
     facts["problems"] = list(tree.problems)
-    return facts
+    return facts, {"containerd": raw_containerd, "cdi": raw_cdi, "files": raw_files.files}

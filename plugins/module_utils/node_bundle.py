@@ -3,11 +3,17 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write a node's recorded tree (a support bundle) as a gzip tarball.
 
-The bundle holds exactly what :func:`gpu_node.gather` read (files with their real bytes, directories
+The bundle holds exactly what :func:`gpu_node.collect` read (files with their real bytes, directories
 even when empty, symbolic links with their targets, device nodes as empty marker files), the
 command results under ``.gpufleet/commands/<name>.json`` and ``.gpufleet/bundle.json`` (when,
-where, which module version, and the facts as gathered). Unpacked, it is a root prefix for
-``gpu_node_facts`` and a test fixture. Standard library only.
+where, which module version, and the facts as the node read them). Unpacked, it is a root prefix
+for ``gpu_node_facts`` and a test fixture. Standard library only.
+
+Written with ``private_files.private_output`` (mkstemp in the destination directory, 0600, fsync,
+never replacing an existing bundle unless asked). Extracted with the tarfile ``data`` filter
+where the Python has it, and with the same rules enforced here where it does not: no absolute
+names or ``..``, no link whose target leaves the destination, no hard links to outside, no
+devices or FIFOs. A bundle with such a member is refused as a whole (:class:`BundleError`).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,6 +28,11 @@ import tarfile
 import time
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import COMMANDS_DIR, MAX_READ_BYTES, read_bytes
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import private_output
+
+
+class BundleError(Exception):
+    """A bundle cannot be extracted safely; the message names the member and why."""
 
 BUNDLE_FORMAT = 1
 
@@ -43,6 +54,9 @@ def _add_bytes(tar, name, data, mode=0o644):
 def _entries(tree):
     """(tar name, kind, payload) for every path the tree read that exists, without duplicates."""
     seen = set()
+    # Paths read as links: a listing must not also record them as directories (sysfs class entries
+    # such as /sys/class/net/eth0 are links to directories).
+    links = set(path for kind, path in tree.reads if kind == "link")
     for kind, path in tree.reads:
         if path in seen:
             continue
@@ -65,7 +79,10 @@ def _entries(tree):
             yield name, tarfile.DIRTYPE, None
             if kind == "dir":
                 for child in sorted(os.listdir(host)):
-                    if os.path.isdir(os.path.join(host, child)) and path.rstrip("/") + "/" + child not in seen:
+                    child_path = path.rstrip("/") + "/" + child
+                    if child_path in links:
+                        continue
+                    if os.path.isdir(os.path.join(host, child)) and child_path not in seen:
                         yield name.rstrip("/") + "/" + child, tarfile.DIRTYPE, None
         elif kind == "file" or (kind == "exists" and stat.S_ISREG(os.stat(host).st_mode)):
             # Contents, never the link: a link's target may point outside the recorded tree.
@@ -78,56 +95,82 @@ def _entries(tree):
             yield name, tarfile.REGTYPE, b""
 
 
-def write_bundle(dest, tree, command_results, facts, meta):
-    """Write the bundle to ``dest`` (mode 0600, written to a temporary name then renamed)."""
-    tmp = dest + ".tmp-%d" % os.getpid()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            with tarfile.open(fileobj=raw, mode="w:gz") as tar:
-                for name, kind, payload in _entries(tree):
-                    if kind == tarfile.REGTYPE:
-                        _add_bytes(tar, name, payload)
-                    elif kind == tarfile.SYMTYPE:
-                        tar.addfile(_info(name, kind, linkname=payload))
-                    else:
-                        tar.addfile(_info(name, kind, mode=0o755))
-                for command, result in sorted(command_results.items()):
-                    data = json.dumps(result, indent=2, sort_keys=True).encode("utf-8")
-                    _add_bytes(tar, "%s/%s.json" % (COMMANDS_DIR, command), data)
-                record = dict(meta, format=BUNDLE_FORMAT, facts=facts)
-                _add_bytes(tar, ".gpufleet/bundle.json", json.dumps(record, indent=2, sort_keys=True).encode("utf-8"))
-        os.chmod(tmp, 0o600)
-        os.rename(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+def write_bundle(dest, tree, command_results, facts, meta, replace=False):
+    """Write the bundle to ``dest``: mode 0600 from the first byte, fsynced, published atomically.
+
+    An existing ``dest`` raises ``private_files.ArtifactExists`` unless ``replace`` is true.
+    """
+    with private_output(dest, replace=replace) as raw:
+        with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+            for name, kind, payload in _entries(tree):
+                if kind == tarfile.REGTYPE:
+                    _add_bytes(tar, name, payload)
+                elif kind == tarfile.SYMTYPE:
+                    tar.addfile(_info(name, kind, linkname=payload))
+                else:
+                    tar.addfile(_info(name, kind, mode=0o755))
+            for command, result in sorted(command_results.items()):
+                data = json.dumps(result, indent=2, sort_keys=True).encode("utf-8")
+                _add_bytes(tar, "%s/%s.json" % (COMMANDS_DIR, command), data)
+            record = dict(meta, format=BUNDLE_FORMAT, facts=facts)
+            _add_bytes(tar, ".gpufleet/bundle.json", json.dumps(record, indent=2, sort_keys=True).encode("utf-8"))
 
 
-def safe_members(tar, dest):
-    """Members of ``tar`` that stay inside ``dest`` when extracted (no absolute or .. paths,
-    no hard links, no device files); symbolic links are kept as they are (never followed)."""
-    root = os.path.realpath(dest)
-    for member in tar.getmembers():
-        target = os.path.realpath(os.path.join(root, member.name))
-        if not (target == root or target.startswith(root + os.sep)):
-            continue
-        if member.islnk() or member.isdev():
-            continue
-        yield member
+def _inside(root, path):
+    return path == root or path.startswith(root + os.sep)
+
+
+def check_member(member, dest):
+    """Refuse what the tarfile ``data`` filter refuses; return None or raise :class:`BundleError`.
+
+    ``dest`` is the real path of the destination. Used where the Python has no extraction filters
+    (before 3.8.17/3.9.17/3.10.12/3.11.4), and before extraction everywhere so that one bad member
+    refuses the whole bundle before anything is written.
+    """
+    name = member.name
+    if name.startswith("/") or os.path.isabs(name):
+        raise BundleError("member %r has an absolute name" % name)
+    target = os.path.realpath(os.path.join(dest, name))
+    if not _inside(dest, target):
+        raise BundleError("member %r would be written outside %s" % (name, dest))
+    if member.isdev() or member.isfifo() or not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+        raise BundleError("member %r is a device or special file" % name)
+    if member.issym():
+        if os.path.isabs(member.linkname):
+            raise BundleError("member %r is a link to the absolute path %r" % (name, member.linkname))
+        link_target = os.path.realpath(os.path.join(dest, os.path.dirname(name), member.linkname))
+        if not _inside(dest, link_target):
+            raise BundleError("member %r is a link to %r, outside the destination" % (name, member.linkname))
+    elif member.islnk():
+        link_target = os.path.realpath(os.path.join(dest, member.linkname))
+        if os.path.isabs(member.linkname) or not _inside(dest, link_target):
+            raise BundleError("member %r is a hard link to %r, outside the destination" % (name, member.linkname))
 
 
 def extract_bundle(path, dest):
-    """Unpack a bundle into ``dest`` safely and return the parsed ``.gpufleet/bundle.json``."""
+    """Unpack a bundle into ``dest`` safely and return the parsed ``.gpufleet/bundle.json``.
+
+    Raises :class:`BundleError` (naming the member) for a bundle with an absolute or escaping
+    name, a link out of ``dest`` or a device; nothing is extracted then.
+    """
+    root = os.path.realpath(dest)
     with tarfile.open(path, "r:*") as tar:
-        members = list(safe_members(tar, dest))
+        members = tar.getmembers()
+        for member in members:
+            check_member(member, root)
+        has_filter = hasattr(tarfile, "data_filter")
         for member in members:
             member.mode = (member.mode | 0o600) if member.isfile() else (member.mode | 0o700)
-            if hasattr(tarfile, "fully_trusted_filter"):
-                # Members were checked by safe_members(); keep symlink targets as recorded.
-                tar.extract(member, dest, set_attrs=False, filter="fully_trusted")
+            if has_filter:
+                try:
+                    tar.extract(member, root, set_attrs=False, filter="data")
+                except tarfile.FilterError as exc:
+                    raise BundleError("member %r refused: %s" % (member.name, exc))
             else:
-                tar.extract(member, dest, set_attrs=False)
+                # The checks above are those of the data filter; re-check against what is on disk
+                # now (an earlier member may have made a link that a later name goes through).
+                check_member(member, root)
+                tar.extract(member, root, set_attrs=False)
     meta_path = os.path.join(dest, ".gpufleet", "bundle.json")
     if os.path.exists(meta_path):
         with open(meta_path) as handle:

@@ -21,6 +21,8 @@ import errno
 import json
 import os
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import CommandTimedOut, Runner
+
 COMMANDS_DIR = ".gpufleet/commands"
 MAX_READ_BYTES = 4 * 1024 * 1024
 
@@ -133,7 +135,12 @@ class NodeTree(object):
 
 
 class RecordedCommands(object):
-    """Replays command results recorded in a tree under ``.gpufleet/commands/<name>.json``."""
+    """Replays command results recorded in a tree under ``.gpufleet/commands/<name>.json``.
+
+    ``run`` returns ``(rc, stdout, stderr)``; ``rc`` is None for a command that gave no usable
+    result when it was recorded (``"timed_out"`` or ``"truncated"``), ``stderr`` is then its
+    ``error`` (command and deadline).
+    """
 
     mode = "recorded"
 
@@ -148,9 +155,15 @@ class RecordedCommands(object):
             return None
         try:
             record = json.loads(text)
-            return int(record["rc"]), record.get("stdout", ""), record.get("stderr", "")
-        except (ValueError, KeyError, TypeError) as exc:
-            self.tree.problem(path, "recorded command result is not valid: %s" % exc)
+            stdout, stderr = record.get("stdout", ""), record.get("stderr", "")
+            if not isinstance(stdout, str) or not isinstance(stderr, str):
+                raise TypeError("stdout and stderr must be strings")
+            if record.get("timed_out") or record.get("truncated"):
+                return None, "", str(record.get("error") or "%s: no usable result" % name)
+            return int(record["rc"]), stdout, stderr
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            self.tree.problem(path, "recorded command result is not valid: %s" % (
+                "nested too deeply" if isinstance(exc, RecursionError) else exc))
             return None
 
 
@@ -164,10 +177,16 @@ class NoCommands(object):
 
 
 class LiveCommands(object):
-    """Runs commands on this node through a runner such as ``AnsibleModule.run_command``.
+    """Runs commands on this node through ``runner``, with a deadline per command.
 
-    ``runner(argv)`` returns ``(rc, stdout, stderr)``. ``find(name)`` returns the binary's path or
-    None. Results are kept in ``results`` so that a support bundle can record them.
+    ``runner`` is a :class:`command_runner.Runner` (deadline, process-group kill, bounded output)
+    or any callable ``runner(argv) -> (rc, stdout, stderr)`` that may raise
+    :class:`command_runner.CommandTimedOut`. ``find(name)`` returns the binary's path or None.
+
+    ``run`` returns ``(rc, stdout, stderr)``; ``rc`` is None when the command did not finish within
+    its deadline, and ``stderr`` is then the runner's message (command and deadline); likewise for
+    output larger than the runner's bound (never handed on cut). Results are kept in ``results``
+    so that a support bundle can record them (``timed_out``/``truncated`` and ``error`` included).
     """
 
     mode = "run"
@@ -182,9 +201,28 @@ class LiveCommands(object):
         if binary is None:
             return None
         argv = [binary] + list(argv[1:])
+        record = {"argv": argv, "rc": None, "stdout": "", "stderr": ""}
         try:
-            rc, out, err = self.runner(argv)
+            if isinstance(self.runner, Runner):
+                result = self.runner.run(argv)
+                if result.timed_out:
+                    raise CommandTimedOut(result)
+                rc, out, err = result.rc, result.stdout, result.stderr
+                if result.truncated:
+                    # A cut output may still parse (fewer GPUs): never hand it on as a result.
+                    message = "%s: output larger than %d bytes; not used" % (result.command_line(), self.runner.max_output)
+                    record.update(rc=rc, stdout=out, stderr=err, truncated=True, error=message)
+                    self.results[name] = record
+                    return None, "", message
+            else:
+                rc, out, err = self.runner(argv)
+        except CommandTimedOut as exc:
+            message = str(exc)
+            record.update(timed_out=True, error=message, stdout=exc.result.stdout, stderr=exc.result.stderr)
+            self.results[name] = record
+            return None, exc.result.stdout, message
         except (IOError, OSError) as exc:
             rc, out, err = 127, "", str(exc)
-        self.results[name] = {"argv": argv, "rc": rc, "stdout": out, "stderr": err}
+        record.update(rc=rc, stdout=out, stderr=err)
+        self.results[name] = record
         return rc, out, err

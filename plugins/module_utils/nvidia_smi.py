@@ -25,7 +25,11 @@ QUERY_FIELDS = (
     "mig.mode.current",
     "memory.total",
     "driver_version",
+    "vbios_version",
 )
+# The header printed for the query before vbios_version was added (the H200 recording of
+# 2026-11-30): still understood, with ``vbios_version`` null.
+LEGACY_QUERY_FIELDS = QUERY_FIELDS[:-1]
 ARGV = ["nvidia-smi", "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,nounits"]
 SEARCH_DIRS = ["/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin", "/run/nvidia/driver/usr/bin"]
 _NOT_AVAILABLE = ("[N/A]", "N/A", "[Not Supported]", "Not Supported", "")
@@ -49,20 +53,26 @@ def parse_query_csv(stdout):
     """Parse the CSV of :data:`ARGV` into one dict per GPU.
 
     Raises :class:`NvidiaSmiError` when the header does not name exactly :data:`QUERY_FIELDS`
-    or a row has a different number of columns.
+    (or the older :data:`LEGACY_QUERY_FIELDS`, without ``vbios_version``) or a row has a different
+    number of columns.
     """
     lines = [line for line in (stdout or "").splitlines() if line.strip()]
     if not lines:
         raise NvidiaSmiError("no output")
-    rows = list(csv.reader(lines, skipinitialspace=True))
+    try:
+        rows = list(csv.reader(lines, skipinitialspace=True))
+    except csv.Error as exc:  # NUL bytes (Python < 3.11), a field over csv's size limit
+        raise NvidiaSmiError("not CSV: %s" % exc)
     header = tuple(_header_field(h) for h in rows[0])
-    if header != QUERY_FIELDS:
+    if header not in (QUERY_FIELDS, LEGACY_QUERY_FIELDS):
         raise NvidiaSmiError("unexpected columns %s (expected %s)" % (", ".join(header), ", ".join(QUERY_FIELDS)))
+    fields = header
     gpus = []
     for number, row in enumerate(rows[1:], start=2):
-        if len(row) != len(QUERY_FIELDS):
-            raise NvidiaSmiError("line %d has %d columns, expected %d" % (number, len(row), len(QUERY_FIELDS)))
-        raw = dict(zip(QUERY_FIELDS, (_value(v) for v in row)))
+        if len(row) != len(fields):
+            raise NvidiaSmiError("line %d has %d columns, expected %d" % (number, len(row), len(fields)))
+        raw = dict(zip(fields, (_value(v) for v in row)))
+        vbios = raw.get("vbios_version")
         memory = raw["memory.total"]
         mig = (raw["mig.mode.current"] or "").lower() or None
         device_id = raw["pci.device_id"]
@@ -77,5 +87,6 @@ def parse_query_csv(stdout):
             "mig_mode": mig if mig in ("enabled", "disabled") else None,
             "memory_mib": int(memory) if memory and memory.isdigit() else None,
             "driver_version": raw["driver_version"],
+            "vbios_version": vbios.upper() if vbios else None,
         })
     return gpus

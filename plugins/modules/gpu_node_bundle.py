@@ -21,7 +21,14 @@ description:
     Attach it to a support ticket, or keep it as a test fixture.
   - The bundle holds os-release, the GPU files of procfs and sysfs, DMI identifiers (never serial
     numbers), CDI specs and the containerd config. That config may hold registry credentials, so the
-    bundle is written mode 0600; review it before sharing it.
+    bundle is written mode 0600 (from its first byte, through a temporary file in the destination
+    directory, fsynced, renamed); review it before sharing it. An existing bundle is replaced only
+    with O(force=true).
+  - Commands run with the deadline O(timeout) each; a command that timed out is recorded as such
+    (C(timed_out), the message naming the command and the deadline) and replays as a problem entry.
+  - The returned C(gpu_node) facts are completed on the controller by the action plugin (containerd
+    and CDI parsed as by M(gpufleet.dra_gate.gpu_node_facts)); C(.gpufleet/bundle.json) in the bundle
+    holds the node's part of them.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
@@ -41,6 +48,10 @@ options:
     description: Path of containerd's main config file on the node.
     type: path
     default: /etc/containerd/config.toml
+  timeout:
+    description: Deadline in seconds for each command run while recording (see M(gpufleet.dra_gate.gpu_node_facts)).
+    type: float
+    default: 30
 attributes:
   check_mode:
     support: full
@@ -91,6 +102,10 @@ gpu_node:
   description: The facts gathered while recording (same schema as gpu_node_facts).
   returned: always
   type: dict
+gpu_node_raw:
+  description: Internal. Raw containerd and CDI texts for the action plugin, which removes it.
+  returned: only without the action plugin
+  type: dict
 """
 
 import datetime
@@ -99,11 +114,14 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import BINARY_DIRS, gather
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import Runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import BINARY_DIRS, collect
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_bundle import write_bundle
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import LiveCommands, NodeTree, RecordedCommands
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import PrivateFileError
 
 COLLECTION_VERSION = "0.1.0"
+MAX_COMMAND_OUTPUT = 1024 * 1024
 
 
 def main():
@@ -113,6 +131,7 @@ def main():
             force=dict(type="bool", default=False),
             root=dict(type="path", default="/"),
             containerd_config=dict(type="path", default="/etc/containerd/config.toml"),
+            timeout=dict(type="float", default=30),
         ),
         supports_check_mode=True,
     )
@@ -125,17 +144,21 @@ def main():
         module.fail_json(msg="dest: directory %r does not exist; expected a path in an existing directory" % parent)
     if os.path.isdir(dest):
         module.fail_json(msg="dest: %r is a directory; expected a file path such as %s/bundle.tar.gz" % (dest, dest))
+    if not module.params["timeout"] > 0:
+        module.fail_json(msg="timeout: %r is not a positive number of seconds" % (module.params["timeout"],))
 
     tree = NodeTree(root, record=True)
-    commands = LiveCommands(
-        lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
-        lambda name: module.get_bin_path(name, opt_dirs=BINARY_DIRS + ["/usr/local/nvidia/bin"]),
-    )
     if root != "/":
         commands = RecordedCommands(tree)
-    facts = gather(tree, commands, module.params["containerd_config"])
-    exists = os.path.exists(dest)
-    result = dict(changed=False, dest=dest, gpu_node=facts)
+    else:
+        commands = LiveCommands(
+            Runner(module.params["timeout"], max_output=MAX_COMMAND_OUTPUT),
+            lambda name: module.get_bin_path(name, opt_dirs=BINARY_DIRS + ["/usr/local/nvidia/bin", "/run/nvidia/driver/usr/bin"]),
+        )
+    facts, raw = collect(tree, commands, module.params["containerd_config"])
+    exists = os.path.lexists(dest)
+    # The action plugin completes gpu_node from gpu_node_raw on the controller and removes the latter.
+    result = dict(changed=False, dest=dest, gpu_node=facts, gpu_node_raw=raw)
     if exists and not module.params["force"]:
         module.exit_json(**result)
     result["changed"] = True
@@ -152,8 +175,8 @@ def main():
         "collection_version": COLLECTION_VERSION,
     }
     try:
-        write_bundle(dest, tree, recorded, facts, meta)
-    except (IOError, OSError) as exc:
+        write_bundle(dest, tree, recorded, facts, meta, replace=module.params["force"])
+    except (IOError, OSError, PrivateFileError) as exc:
         module.fail_json(msg="dest: cannot write %s: %s" % (dest, exc))
     result.update(files=len(set(p for _k, p in tree.reads)), commands=sorted(recorded),
                   sha256=module.sha256(dest))

@@ -22,9 +22,14 @@ description:
     C(/proc/driver/nvidia/gpus/*/information) when it is missing or fails.
   - Never fails on bad node data; everything it could not read or understand is listed in
     C(gpu_node.problems) with its path and the reason.
-  - Runs on the node with the Python standard library only. The containerd config (TOML) is parsed
-    with C(tomllib) (Python 3.11+) or C(tomli); on older Pythons without C(tomli) that part degrades
-    to a problem entry and C(cdi_enabled) is null.
+  - Runs on the node with the Python standard library only, on Python 3.8 and later. The node sends
+    the raw, size-bounded text of the containerd config (and its imports) and of the CDI spec files
+    to the controller, where the action plugin parses them (containerd TOML with C(tomllib), CDI
+    YAML/JSON with PyYAML C(safe_load)), so every node is assessed the same whatever its Python.
+    The raw text and any registry credentials never reach the returned facts.
+  - Every command (C(nvidia-smi), C(containerd --version), C(kubelet --version)) runs with the
+    deadline O(timeout), its whole process group killed on expiry and its output bounded; a command
+    that timed out is a C(problems) entry naming the command and the deadline.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
@@ -47,6 +52,13 @@ options:
     description: Path of containerd's main config file on the node (drop-ins named by its C(imports) are followed).
     type: path
     default: /etc/containerd/config.toml
+  timeout:
+    description:
+      - Deadline in seconds for each command the module runs (C(nvidia-smi), C(containerd --version),
+        C(kubelet --version)). On expiry the command's process group is killed and the command is a
+        C(problems) entry; C(nvidia_smi.status) is then C(timed_out).
+    type: float
+    default: 30
 attributes:
   check_mode:
     support: full
@@ -151,6 +163,10 @@ ansible_facts:
             memory_mib:
               description: Total memory in MiB (nvidia-smi); null when unknown.
               type: int
+            vbios_version:
+              description: VBIOS version (nvidia-smi C(vbios_version), else procfs C(Video BIOS)), upper case; null when unknown.
+              type: str
+              sample: 96.00.A5.00.1A
             sources:
               description: Which of nvidia-smi, sysfs, procfs described this GPU.
               type: list
@@ -159,10 +175,16 @@ ansible_facts:
           description: Number of GPUs found.
           type: int
         nvidia_smi:
-          description: Outcome of the single nvidia-smi call (C(status) ok, missing, failed, unparsed).
+          description: Outcome of the single nvidia-smi call (C(status) ok, missing, failed, unparsed, timed_out).
           type: dict
         iommu:
           description: C(enabled) (non-empty /sys/kernel/iommu_groups), C(group_count), C(iommufd) (/dev/iommu).
+          type: dict
+        network:
+          description: >-
+            C(nics) (from /sys/class/net) and C(rdma_devices) (from /sys/class/infiniband) that sit on a
+            PCI function, each with C(name), C(pci_bus_id), C(numa_node), C(driver), C(vendor_id),
+            C(device_id); an RDMA device also lists its C(net_devices). Virtual interfaces are left out.
           type: dict
         cdi:
           description: >-
@@ -182,13 +204,21 @@ ansible_facts:
           description: Everything that could not be read or understood, each with C(path) and C(reason).
           type: list
           elements: dict
+gpu_node_raw:
+  description:
+    - Internal. The raw, size-bounded texts of the containerd config files and CDI specs that the action
+      plugin parses; the action plugin removes it from the result. Returned only when the module is
+      run without its action plugin.
+  returned: only without the action plugin
+  type: dict
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import BINARY_DIRS, gather
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import Runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import BINARY_DIRS, collect
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import (
     LiveCommands,
     NoCommands,
@@ -200,7 +230,24 @@ ARGUMENT_SPEC = dict(
     root=dict(type="path", default="/"),
     commands=dict(type="str", default="auto", choices=["auto", "run", "recorded", "none"]),
     containerd_config=dict(type="path", default="/etc/containerd/config.toml"),
+    timeout=dict(type="float", default=30),
 )
+#: Output kept per stream of one command (nvidia-smi prints about 200 bytes per GPU).
+MAX_COMMAND_OUTPUT = 1024 * 1024
+EXTRA_BINARY_DIRS = ["/usr/local/nvidia/bin", "/run/nvidia/driver/usr/bin"]
+
+
+def live_commands(module, timeout):
+    """Commands run on this node: one deadline per command, bounded output, LC_ALL=C."""
+    def find(name):
+        return module.get_bin_path(name, opt_dirs=BINARY_DIRS + EXTRA_BINARY_DIRS)
+
+    return LiveCommands(Runner(timeout, max_output=MAX_COMMAND_OUTPUT), find)
+
+
+def validate_timeout(module, timeout):
+    if not timeout > 0:
+        module.fail_json(msg="timeout: %r is not a positive number of seconds" % (timeout,))
 
 
 def command_source(module, tree, mode):
@@ -211,14 +258,7 @@ def command_source(module, tree, mode):
         return RecordedCommands(tree)
     if mode == "none":
         return NoCommands()
-
-    def runner(argv):
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
-
-    def find(name):
-        return module.get_bin_path(name, opt_dirs=BINARY_DIRS + ["/usr/local/nvidia/bin", "/run/nvidia/driver/usr/bin"])
-
-    return LiveCommands(runner, find)
+    return live_commands(module, module.params["timeout"])
 
 
 def validate_root(module, root):
@@ -230,10 +270,12 @@ def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     root = module.params["root"]
     validate_root(module, root)
+    validate_timeout(module, module.params["timeout"])
     tree = NodeTree(root)
     commands = command_source(module, tree, module.params["commands"])
-    facts = gather(tree, commands, module.params["containerd_config"])
-    module.exit_json(changed=False, ansible_facts={"gpu_node": facts})
+    facts, raw = collect(tree, commands, module.params["containerd_config"])
+    # The action plugin parses gpu_node_raw on the controller and removes it from the result.
+    module.exit_json(changed=False, ansible_facts={"gpu_node": facts}, gpu_node_raw=raw)
 
 
 if __name__ == "__main__":

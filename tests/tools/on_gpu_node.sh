@@ -24,6 +24,7 @@ record)
   {
     nvidia-smi --query-gpu=index,pci.bus_id,pci.device_id,name,uuid,mig.mode.current,memory.total,driver_version --format=csv >"$out/smi-query-units.csv" 2>&1 || true
     nvidia-smi --query-gpu=index,pci.bus_id,pci.device_id,name,uuid,mig.mode.current,memory.total,driver_version --format=csv,nounits >"$out/smi-query.csv" 2>&1 || true
+    nvidia-smi --query-gpu=index,pci.bus_id,pci.device_id,name,uuid,mig.mode.current,memory.total,driver_version,vbios_version --format=csv,nounits >"$out/smi-query-vbios.csv" 2>&1 || true
     nvidia-smi -q >"$out/smi-q.txt" 2>&1 || true
     nvidia-smi >"$out/smi.txt" 2>&1 || true
     nvidia-smi --version >"$out/smi-version.txt" 2>&1 || true
@@ -35,6 +36,16 @@ record)
       echo "== $d"; for a in vendor device class numa_node subsystem_vendor subsystem_device current_link_speed current_link_width local_cpulist; do printf '%s=%s\n' "$a" "$(cat "$d/$a" 2>/dev/null)"; done
       ls -la "$d/" ; readlink "$d/driver" "$d/iommu_group" || true
     done >"$out/pci-nvidia.txt" 2>&1
+    # Network devices that matter to GPU placement: the class links, their PCI functions' attributes.
+    for c in /sys/class/net /sys/class/infiniband; do
+      echo "== $c"; ls -la "$c/" 2>&1
+      for d in "$c"/*; do
+        [ -e "$d" ] || continue
+        echo "-- $d -> $(readlink "$d")"; echo "device -> $(readlink "$d/device" 2>/dev/null)"
+        for a in numa_node vendor device class; do printf '%s=%s\n' "$a" "$(cat "$d/device/$a" 2>/dev/null)"; done
+        echo "driver -> $(readlink "$d/device/driver" 2>/dev/null)"
+      done
+    done >"$out/sysfs-net.txt" 2>&1 || true
     ls -la /sys/kernel/iommu_groups /dev/iommu /etc/cdi /var/run/cdi /etc/containerd >"$out/misc-ls.txt" 2>&1 || true
     cat /proc/cmdline /etc/os-release /proc/sys/kernel/osrelease >"$out/misc-cat.txt" 2>&1 || true
     for f in /sys/class/dmi/id/*; do [ -f "$f" ] && printf '%s=%s\n' "$(basename "$f")" "$(head -c 200 "$f" 2>/dev/null)"; done >"$out/dmi.txt" 2>&1 || true

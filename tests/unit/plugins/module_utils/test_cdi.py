@@ -66,7 +66,8 @@ def test_schema_testdata(name, version):
 
 def test_invalid_yaml():
     res = _parse("broken/invalid-yaml.yaml.broken")
-    assert res["error"].startswith("invalid YAML/JSON: line ")
+    assert res["error"].startswith("invalid YAML/JSON: ")
+    assert "line 6" in res["error"]  # PyYAML's mark (1-based) of the bad line
     assert res["cdi_version"] is None and res["devices"] == []
 
 
@@ -155,3 +156,20 @@ def test_validate_kind():
 def test_is_cdi_spec_filename(name, default, strict):
     assert is_cdi_spec_filename(name) is default
     assert is_cdi_spec_filename(name, loaded_by_cdi_only=True) is strict
+
+
+def test_node_side_import_does_not_import_yaml():
+    """The node module imports cdi for the file-name checks only: PyYAML (about 60 ms to import, absent
+    on most nodes) is imported only when a spec is parsed, on the controller."""
+    import subprocess
+    import sys
+    code = ("import sys; from ansible_collections.gpufleet.dra_gate.plugins.module_utils import cdi, gpu_node; "
+            "print('yaml' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, universal_newlines=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.stdout.strip() == "False"
+
+
+def test_controller_default_dirs_are_the_cdi_defaults():
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import DEFAULT_SPEC_DIRS as CONTROLLER
+    assert list(CONTROLLER) == DEFAULT_SPEC_DIRS

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import gather
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import gather
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_bundle import extract_bundle, write_bundle
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import (
     LiveCommands,
@@ -22,6 +22,14 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import
 )
 
 import node_trees
+
+
+# Facts added after the H200 recording of 2026-11-30 (facts.out, preflight-record.json lack them).
+NEW_GPU_KEYS = ("vbios_version",)
+
+
+def as_recorded(gpus):
+    return [dict((k, v) for k, v in g.items() if k not in NEW_GPU_KEYS) for g in gpus]
 
 
 def facts_of(root, commands="recorded"):
@@ -72,8 +80,70 @@ def test_h200_matches_what_the_module_returned_on_the_machine(h200):
     with open(raw) as handle:
         text = handle.read()
     live = json.loads(text[text.index("{"):])["ansible_facts"]["gpu_node"]
-    for key in ("os", "kernel", "driver", "gpus", "iommu", "cdi", "kubelet"):
+    for key in ("os", "kernel", "driver", "iommu", "cdi", "kubelet"):
         assert h200[key] == live[key], key
+    assert as_recorded(h200["gpus"]) == live["gpus"]
+
+
+def test_h200_vbios_from_procfs_when_the_recorded_nvidia_smi_lacks_it(h200):
+    """The recording's nvidia-smi header predates vbios_version: still parsed (status ok), and the
+    VBIOS comes from /proc/driver/nvidia/gpus/*/information ("Video BIOS: 96.00.a5.00.1a"), in
+    the upper case nvidia-smi -q printed on the same machine (smi-q.txt: 96.00.A5.00.1A)."""
+    assert h200["nvidia_smi"]["status"] == "ok"
+    assert h200["gpus"][0]["vbios_version"] == "96.00.A5.00.1A"
+    with open(os.path.join(node_trees.FIXTURES, "nodes", "h200-vm-raw", "smi-q.txt")) as handle:
+        assert "VBIOS Version                                      : 96.00.A5.00.1A" in handle.read()
+    assert h200["network"] == {"nics": [], "rdma_devices": []}  # the recording read no /sys/class/net
+
+
+RAW_20261201 = os.path.join(node_trees.FIXTURES, "nodes", "h200-vm-20261201-raw")
+
+
+def module_output(path):
+    with open(path) as handle:
+        text = handle.read()
+    return json.loads(text[text.index("{"):])
+
+
+@pytest.fixture(scope="module")
+def h200_20261201(tmp_path_factory):
+    return facts_of(node_trees.h200_tree(tmp_path_factory.mktemp("h200b"), node_trees.H200_BUNDLE_20261201))
+
+
+def test_second_h200_recording_replays_exactly_what_the_module_returned_there(h200_20261201):
+    """Recorded with vbios_version in the query and the NIC sysfs reads: every key replays equal
+    (the action plugin's output there, facts.out, and the bundle's returned gpu_node)."""
+    live = module_output(os.path.join(RAW_20261201, "facts.out"))["ansible_facts"]["gpu_node"]
+    bundled = module_output(os.path.join(RAW_20261201, "bundle.out"))["gpu_node"]
+    for key in live:
+        if key not in ("root", "commands", "python", "nvidia_smi"):
+            assert h200_20261201[key] == live[key], key
+            assert bundled[key] == live[key], key
+    assert h200_20261201["nvidia_smi"] == dict(live["nvidia_smi"], mode="recorded")
+    assert "gpu_node_raw" not in module_output(os.path.join(RAW_20261201, "facts.out"))
+
+
+def test_second_h200_recording_vbios_and_nic_from_the_real_machine(h200_20261201):
+    gpu = h200_20261201["gpus"][0]
+    assert h200_20261201["nvidia_smi"]["status"] == "ok"
+    assert gpu["vbios_version"] == "96.00.A5.00.1A"  # nvidia-smi's column, as smi-q.txt says too
+    with open(os.path.join(RAW_20261201, "smi-query-vbios.csv")) as handle:
+        assert handle.read().splitlines()[0].endswith(", vbios_version")
+    with open(os.path.join(RAW_20261201, "smi-q.txt")) as handle:
+        assert "VBIOS Version                                      : 96.00.A5.00.1A" in handle.read()
+    # sysfs-net.txt: eth0 -> ../../devices/pci0000:00/0000:00:03.0/virtio2/net/eth0; lo, ifb0, ifb1 virtual.
+    assert h200_20261201["network"] == {"nics": [{"name": "eth0", "pci_bus_id": "0000:00:03.0", "numa_node": None,
+                                                  "driver": "virtio-pci", "vendor_id": "0x1af4", "device_id": "0x1041"}],
+                                        "rdma_devices": []}
+    with open(os.path.join(RAW_20261201, "sysfs-net.txt")) as handle:
+        assert "eth0 -> ../../devices/pci0000:00/0000:00:03.0/virtio2/net/eth0" in handle.read()
+    assert h200_20261201["driver"]["version"] == "580.159.04"
+    assert h200_20261201["problems"] == []
+
+
+def test_both_h200_recordings_agree_on_the_gpu_but_its_uuid(h200, h200_20261201):
+    assert [dict(g, uuid=None) for g in h200["gpus"]] == [dict(g, uuid=None) for g in h200_20261201["gpus"]]
+    assert h200["gpus"][0]["uuid"] != h200_20261201["gpus"][0]["uuid"]
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +163,32 @@ def test_eight_gpus_on_two_numa_nodes(shapes):
     assert facts["kernel"]["iommu_params"] == {"intel_iommu": "on", "iommu": "pt"}
     assert facts["firmware"]["sys_vendor"] == "Supermicro"
     assert facts["kubelet"] == {"present": True, "version": "1.36.4", "config_paths": ["/var/lib/kubelet/config.yaml"]}
+    assert {g["vbios_version"] for g in facts["gpus"]} == {"96.00.A5.00.1A"}  # from nvidia-smi's vbios_version
+
+
+def test_network_devices_with_pci_address_numa_and_driver(shapes):
+    network = shapes["hgx-8gpu-2numa"]["network"]
+    assert network["nics"] == [
+        {"name": "eno1", "pci_bus_id": "0000:03:00.0", "numa_node": 0, "driver": "igb", "vendor_id": "0x8086", "device_id": "0x1533"},
+        {"name": "ens1np0", "pci_bus_id": "0000:1a:00.0", "numa_node": 0, "driver": "mlx5_core", "vendor_id": "0x15b3", "device_id": "0x1021"},
+        {"name": "ens2np0", "pci_bus_id": "0000:9c:00.0", "numa_node": 1, "driver": "mlx5_core", "vendor_id": "0x15b3", "device_id": "0x1021"},
+    ]
+    assert [(d["name"], d["pci_bus_id"], d["numa_node"], d["driver"], d["net_devices"]) for d in network["rdma_devices"]] == [
+        ("mlx5_0", "0000:1a:00.0", 0, "mlx5_core", ["ens1np0"]),
+        ("mlx5_1", "0000:9c:00.0", 1, "mlx5_core", ["ens2np0"]),
+    ]
+
+
+def test_virtio_nic_below_its_pci_function_and_virtual_interfaces_left_out(tmp_path):
+    spec = dict(node_trees.shapes()["no-gpu"], nics=[node_trees.nic("eth0", "0000:00:05.0", driver="virtio-pci",
+                                                                    vendor="0x1af4", device="0x1041", virtio="virtio1")])
+    root = node_trees.build_tree(tmp_path, spec)
+    os.makedirs(os.path.join(root, "sys/devices/virtual/net/lo"))
+    os.symlink("../../devices/virtual/net/lo", os.path.join(root, "sys/class/net/lo"))
+    facts = facts_of(root)
+    assert facts["network"]["nics"] == [{"name": "eth0", "pci_bus_id": "0000:00:05.0", "numa_node": None,
+                                         "driver": "virtio-pci", "vendor_id": "0x1af4", "device_id": "0x1041"}]
+    assert facts["problems"] == []
 
 
 def test_cdi_specs_valid_and_broken_reported_per_file(shapes):
@@ -230,6 +326,7 @@ def test_bundle_round_trip_gives_the_same_facts(tmp_path):
     source = node_trees.build_tree(tmp_path / "src", node_trees.shapes()["hgx-8gpu-2numa"])
     tree = NodeTree(source, record=True)
     before = gather(tree, RecordedCommands(tree))
+    assert before["network"]["rdma_devices"] and before["cdi"]["specs"]
     write_bundle(str(tmp_path / "b.tar.gz"), tree, {}, before, {"host": "test"})
     assert oct(os.stat(str(tmp_path / "b.tar.gz")).st_mode & 0o777) == "0o600"
     os.mkdir(str(tmp_path / "out"))
@@ -248,7 +345,7 @@ def test_live_commands_record_results_for_the_bundle():
         calls.append(argv)
         return 0, "out", ""
 
-    live = LiveCommands(runner, lambda name: "/usr/bin/" + name if name == "containerd" else None)
+    live = LiveCommands(runner, lambda name: "/usr/bin/" + name if name == "containerd" else None)  # a plain callable runner
     assert live.run("nvidia-smi", ["nvidia-smi", "-L"]) is None
     assert live.run("containerd-version", ["containerd", "--version"]) == (0, "out", "")
     assert calls == [["/usr/bin/containerd", "--version"]]
@@ -265,7 +362,7 @@ def test_preflight_run_on_the_h200_recorded_the_same_facts(h200):
     for key in ("os", "kernel", "driver", "iommu", "kubelet"):
         assert h200[key] == live[key], key
     # The second lease was another H200 machine of the same shape: only the GPU's UUID differs.
-    strip = [dict(g, uuid=None) for g in h200["gpus"]]
+    strip = [dict(g, uuid=None) for g in as_recorded(h200["gpus"])]
     assert strip == [dict(g, uuid=None) for g in live["gpus"]]
     assert live["gpus"][0]["uuid"].startswith("GPU-") and live["gpus"][0]["uuid"] != h200["gpus"][0]["uuid"]
     assert record["results"]["verdict"] == "warn"

@@ -87,13 +87,34 @@ def test_real_nvidia_smi_csv():
         "index": 0, "pci_bus_id": "0000:00:06.0", "pci_bus_id_raw": "00000000:00:06.0", "device_id": "0x2335",
         "name": "NVIDIA H200", "uuid": "GPU-f06f0ae7-4822-3c65-0972-1d839772e142", "mig_mode": "disabled",
         "memory_mib": 143771, "driver_version": "580.159.04",
+        "vbios_version": None,  # recorded before vbios_version was queried: still parsed, vbios unknown
     }]
 
 
-def test_argv_is_the_one_recorded_on_the_machine():
+def test_argv_is_the_one_recorded_on_the_machine_plus_vbios():
     header = raw("smi-query.csv").splitlines()[0]
-    assert nvidia_smi.ARGV[1] == "--query-gpu=" + ",".join(h.split(" [")[0].strip() for h in header.split(","))
+    recorded = [h.split(" [")[0].strip() for h in header.split(",")]
+    assert nvidia_smi.ARGV[1] == "--query-gpu=" + ",".join(recorded + ["vbios_version"])
     assert nvidia_smi.ARGV[2] == "--format=csv,nounits"
+    assert tuple(recorded) == nvidia_smi.LEGACY_QUERY_FIELDS
+
+
+def test_vbios_version_column():
+    # The recorded row with the VBIOS nvidia-smi -q printed on the same machine (smi-q.txt).
+    lines = raw("smi-query.csv").splitlines()
+    gpus = nvidia_smi.parse_query_csv(lines[0] + ", vbios_version\n" + lines[1] + ", 96.00.A5.00.1A\n")
+    assert gpus[0]["vbios_version"] == "96.00.A5.00.1A"
+    assert gpus[0]["memory_mib"] == 143771
+
+
+@pytest.mark.parametrize("stdout", [
+    "\x00\x01\x02garbage\xff\n\x00",
+    "index, pci.bus_id\n" + "x" * 200000 + "\n",  # a field over csv's size limit
+    "\ufffd" * 1000,
+])
+def test_garbage_output_is_an_error_not_a_crash(stdout):
+    with pytest.raises(nvidia_smi.NvidiaSmiError):
+        nvidia_smi.parse_query_csv(stdout)
 
 
 def test_units_in_values_are_not_mistaken_for_numbers():

@@ -347,5 +347,6 @@ def _coverage(coverage, nodes, cluster):
     return findings
 
 
-__all__ = ["ARGUMENT_SPEC", "COVERAGE_OPTIONS", "CompatError", "MatrixError", "coverage_of", "evaluate", "gate_decision", "normalize_cluster", "normalize_nodes",
+__all__ = ["ARGUMENT_SPEC", "COVERAGE_OPTIONS", "CompatError", "MatrixError", "coverage_of", "evaluate", "gate_decision",
+           "normalize_cluster", "normalize_nodes",
            "normalize_releases", "normalize_target", "should_fail", "summarize"]

@@ -407,7 +407,7 @@ def select_member(members, statuses, failures=None, preferred_member_id=None, ma
         if status["member_id"] not in known:
             rows.append(({"member_id": status["member_id"], "name": "", "client_urls": [status["endpoint"]],
                           "is_learner": status.get("is_learner", False)}, status))
-    views = Counter(s["leader"] for _, s in rows if s is not None and s["leader"])
+    views = Counter(s["leader"] for _member, s in rows if s is not None and s["leader"])
     leader_id = views.most_common(1)[0][0] if views else None
     leader = by_id.get(leader_id)
     table = []
@@ -445,7 +445,7 @@ def select_member(members, statuses, failures=None, preferred_member_id=None, ma
                     row["lag"] = max(leader["raft_index"] - applied, 0)
                     if row["lag"] > max_lag:
                         problems.append("lags the leader by %d raft entries (applied index %d, leader's raft "
-                                        "index %d), more than max_raft_lag %d"
+                                        "index %d), more than max_raft_lag %s"
                                         % (row["lag"], applied, leader["raft_index"], max_lag))
         row["healthy"] = not problems
         table.append(row)

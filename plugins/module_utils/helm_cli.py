@@ -440,7 +440,7 @@ class RetryingHelm:
             attempts += 1
             try:
                 return func(*args, **kwargs)
-            except self.errors as exc:
+            except self.errors as exc:  # pylint: disable=catching-non-exception
                 text = str(exc)
                 if forbidden(text):
                     raise HelmForbidden(self.namespace, self.release, text)

@@ -34,6 +34,7 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files im
 class BundleError(Exception):
     """A bundle cannot be extracted safely; the message names the member and why."""
 
+
 BUNDLE_FORMAT = 1
 
 

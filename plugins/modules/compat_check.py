@@ -372,7 +372,7 @@ counts:
       type: int
 not_assessed:
   description:
-    - Every check that could not be assessed, in finding order; also named in RV(msg).
+    - Every check that could not be assessed, in finding order; also named in the summary message.
   returned: success
   type: list
   elements: dict
@@ -405,7 +405,8 @@ gate:
   returned: success
   type: dict
   sample: {"verdict": "block", "fail_on": "block", "failed": true,
-           "reason": "verdict block: 1 block, 0 warn, 2 info, 0 not assessed; first blocking: driver.not_found [n1]: no NVIDIA driver found on this node (no loaded NVIDIA kernel module); driver rows cannot pass (fail_on block: fails)"}
+           "reason": "verdict block: 1 block, 0 warn, 2 info, 0 not assessed; first blocking: driver.not_found [n1]:
+                      no NVIDIA driver found on this node (fail_on block: fails)"}
   contains:
     verdict:
       description: The verdict judged.

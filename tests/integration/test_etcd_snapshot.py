@@ -229,7 +229,7 @@ def test_retention_prunes_only_recorded_snapshots_after_a_verified_one(binaries,
     dest = tmp_path / "snaps"
     args = dict(tools(binaries), endpoint=etcd.client_url, dest_dir=str(dest))
     taken = []
-    for _ in range(3):
+    for _attempt in range(3):
         snap = run_module("etcd_snapshot", args)
         assert not snap.get("failed"), snap.get("msg")
         taken.append(snap["path"])
@@ -845,8 +845,8 @@ def test_snapshot_phase_copy_is_private_from_the_start_and_records_the_member(bi
     assert json.loads(open(copy + ".meta.json").read())["sha256"] == entry["sha256"]
 
 
-def test_a_restore_whose_module_is_killed_leaves_the_data_dir_absent_and_the_rerun_cleans_up(binaries, good_snapshot,
-                                                                                            tmp_path):
+def test_a_restore_whose_module_is_killed_leaves_the_data_dir_absent_and_the_rerun_cleans_up(
+        binaries, good_snapshot, tmp_path):
     name, tool = ("etcdutl", binaries.etcdutl) if binaries.etcdutl else ("etcdctl", binaries.etcdctl)
     # The real restore writes into the staging directory, then the module process itself is SIGKILLed
     # (as a power cut or an OOM kill would), before it could rename anything.

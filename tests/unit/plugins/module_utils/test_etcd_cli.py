@@ -238,7 +238,6 @@ def test_runner_falls_back_to_etcdctl_and_reports_errors():
         etcd_cli.EtcdCli(run, etcdutl="/x").endpoint_status("http://a:2379")
 
 
-
 # -- member selection (recorded 3-member outputs of the real 3.4.23 and 3.5.1) -------------------------
 
 

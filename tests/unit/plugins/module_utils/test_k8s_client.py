@@ -196,7 +196,7 @@ def test_tls_and_dns_failures_are_not_retried():
 
 
 def test_a_server_that_stays_down_fails_within_the_deadline():
-    r, client, clock = reader([refused() for _ in range(100)], deadline=4.0, cost=0.05)
+    r, client, clock = reader([refused() for _attempt in range(100)], deadline=4.0, cost=0.05)
     with pytest.raises(K8sApiError) as exc:
         r.get("/version")
     assert clock.now - 1000.0 <= 4.0

@@ -199,8 +199,8 @@ def test_redaction_of_parsed_config():
     config = {"plugins": {"cri": {"registry": {"configs": {"r": {"auth": {"password": "p", "auth": "a", "tls": {"insecure_skip_verify": True}}}}},
                                   "enable_cdi": True}}}
     red = redact_registry_credentials(config)
-    assert red["plugins"]["cri"]["registry"]["configs"]["r"]["auth"] == {"password": "<redacted>", "auth": "<redacted>",
-                                                                          "tls": {"insecure_skip_verify": True}}
+    assert red["plugins"]["cri"]["registry"]["configs"]["r"]["auth"] == {
+        "password": "<redacted>", "auth": "<redacted>", "tls": {"insecure_skip_verify": True}}
     assert red["plugins"]["cri"]["enable_cdi"] is True
     assert config["plugins"]["cri"]["registry"]["configs"]["r"]["auth"]["password"] == "p"  # not modified
 

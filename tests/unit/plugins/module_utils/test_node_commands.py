@@ -44,7 +44,7 @@ def fake_bin(tmp_path, name, body):
 
 def live(tmp_path, binaries, timeout=1.0, max_output=1024 * 1024):
     paths = dict((name, fake_bin(tmp_path, name, body)) for name, body in binaries.items())
-    return LiveCommands(Runner(timeout, max_output=max_output), lambda name: paths.get(name))
+    return LiveCommands(Runner(timeout, max_output=max_output), paths.get)
 
 
 def facts_with(tmp_path, commands):

@@ -17,10 +17,20 @@ import re
 SCHEMA = "gpufleet.dra_gate/evidence-record"
 SCHEMA_VERSION = 1
 INDEX_SCHEMA = "gpufleet.dra_gate/evidence-index"
-# The order in which a gate run's phases happen; a record's file name carries its position.
+# Version 2: one entry per attempt (phase, attempt, file), records named <phase>-<attempt>.json.
+INDEX_SCHEMA_VERSION = 2
+INDEX_FILE = "index.json"
+SUMMARY_FILE = "summary.md"
+# The gate run's phases in the order they happen. This is data for validation and for ordering the
+# run's summary only; no file name is derived from a position here, so inserting a phase renames
+# nothing.
 PHASES = ("preflight", "snapshot", "upgrade", "canary", "drain", "rollback", "decision")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 REQUIRED = ("inputs", "results", "tools", "started_at")
+# <phase>-<attempt>.json; the legacy form NN-<phase>.json (index schema version 1) is still read.
+RECORD_RE = re.compile(r"^(?P<phase>[a-z][a-z0-9_]*)-(?P<attempt>[1-9][0-9]*)\.json$")
+LEGACY_RECORD_RE = re.compile(r"^(?P<number>[0-9]{2})-(?P<phase>[a-z][a-z0-9_]*)\.json$")
+SEVERITIES = ("block", "warn", "info")
 
 
 class EvidenceError(ValueError):
@@ -28,11 +38,7 @@ class EvidenceError(ValueError):
 
 
 def validate(run_id, phase, record):
-    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
-        raise EvidenceError("run_id: %r is not valid; expected letters, digits, '.', '_' or '-' "
-                            "(at most 128, starting with a letter or digit)" % (run_id,))
-    if phase not in PHASES:
-        raise EvidenceError("phase: %r is not a gate phase; expected one of %s" % (phase, ", ".join(PHASES)))
+    validate_names(run_id, phase)
     if not isinstance(record, dict):
         raise EvidenceError("record: expected a dict with keys %s" % ", ".join(REQUIRED))
     for key in REQUIRED:
@@ -41,13 +47,74 @@ def validate(run_id, phase, record):
     for key in ("inputs", "results", "tools"):
         if not isinstance(record[key], dict):
             raise EvidenceError("record.%s: expected a dict, got %s" % (key, type(record[key]).__name__))
+    findings = record["results"].get("findings")
+    if findings is not None and (not isinstance(findings, list) or not all(isinstance(f, dict) for f in findings)):
+        raise EvidenceError("record.results.findings: expected a list of findings (dicts)")
 
 
-def record_filename(phase):
-    return "%02d-%s.json" % (PHASES.index(phase) + 1, phase)
+def validate_names(run_id, phase):
+    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+        raise EvidenceError("run_id: %r is not valid; expected letters, digits, '.', '_' or '-' "
+                            "(at most 128, starting with a letter or digit)" % (run_id,))
+    if phase not in PHASES:
+        raise EvidenceError("phase: %r is not a gate phase; expected one of %s" % (phase, ", ".join(PHASES)))
 
 
-def build_record(run_id, phase, record, finished_at):
+def record_filename(phase, attempt):
+    """``<phase>-<attempt>.json``: from the phase's name, never from its position in PHASES."""
+    return "%s-%d.json" % (phase, attempt)
+
+
+def summary_filename(phase, attempt):
+    return "%s-%d.md" % (phase, attempt)
+
+
+def parse_record_filename(name):
+    """``(phase, attempt)`` of a record file name (``attempt`` None for the legacy ``NN-phase.json``),
+    or None when the name is not a record's."""
+    match = RECORD_RE.match(name)
+    if match:
+        return match.group("phase"), int(match.group("attempt"))
+    match = LEGACY_RECORD_RE.match(name)
+    if match:
+        return match.group("phase"), None
+    return None
+
+
+def next_attempt(phase, index, names):
+    """The attempt number of the next record of ``phase``: one more than any attempt that the index
+    lists or that a file in the run directory (``names``) already holds, so a record left behind by a
+    crash (on disk, not in the index) is never overwritten nor reused."""
+    taken = [0]
+    for entry in (index or {}).get("records", []):
+        if entry.get("phase") == phase:
+            taken.append(entry.get("attempt") or 1)
+    for name in names:
+        parsed = parse_record_filename(name)
+        if parsed and parsed[0] == phase:
+            taken.append(parsed[1] or 1)
+    return max(taken) + 1
+
+
+def load_index(text, run_id):
+    """The evidence index parsed from ``text`` (None = a new one); an index of schema version 1 (one
+    entry per phase) is read as attempt 1 of each phase. Raises EvidenceError on a bad index."""
+    if not text:
+        return {"schema": INDEX_SCHEMA, "schema_version": INDEX_SCHEMA_VERSION, "run_id": run_id, "records": []}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise EvidenceError("the evidence index is not JSON: %s" % exc)
+    if not isinstance(data, dict) or data.get("schema") != INDEX_SCHEMA or not isinstance(data.get("records"), list):
+        raise EvidenceError("the evidence index is not a %s document with a records list" % INDEX_SCHEMA)
+    for entry in data["records"]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+            raise EvidenceError("the evidence index has an entry without a file: %r" % (entry,))
+        entry.setdefault("attempt", 1)
+    return data
+
+
+def build_record(run_id, phase, record, finished_at, attempt=1):
     """The full record as written: schema header, then the caller's fields."""
     validate(run_id, phase, record)
     full = {
@@ -55,6 +122,7 @@ def build_record(run_id, phase, record, finished_at):
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "phase": phase,
+        "attempt": attempt,
         "started_at": record["started_at"],
         "finished_at": record.get("finished_at") or finished_at,
         "inputs": record["inputs"],
@@ -71,14 +139,128 @@ def dumps(data):
     return json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
 
 
-def update_index(index, run_id, phase, filename, sha256, written_at, verdict):
-    """Return a new index dict with ``phase`` recorded (replacing an earlier record of it)."""
+def phase_order(entry):
+    """Sort key of an index entry for summaries: the phase's place in PHASES, then the attempt."""
+    phase = entry.get("phase")
+    return (PHASES.index(phase) if phase in PHASES else len(PHASES), entry.get("attempt") or 1)
+
+
+def append_index(index, run_id, entry):
+    """A new index with ``entry`` ({phase, attempt, file, sha256, written_at, verdict, ...}) appended.
+    Entries are never replaced or removed: every attempt keeps its own (append order = time order)."""
     index = dict(index or {})
-    entries = [e for e in index.get("records", []) if e.get("phase") != phase]
-    entries.append({"phase": phase, "file": filename, "sha256": sha256, "written_at": written_at,
-                    "verdict": verdict})
-    entries.sort(key=lambda e: PHASES.index(e["phase"]) if e["phase"] in PHASES else len(PHASES))
-    return {"schema": INDEX_SCHEMA, "schema_version": SCHEMA_VERSION, "run_id": run_id, "records": entries}
+    records = list(index.get("records", []))
+    if any(e.get("file") == entry["file"] for e in records):
+        raise EvidenceError("the evidence index already lists %s; records are never replaced" % entry["file"])
+    records.append(dict(entry))
+    return {"schema": INDEX_SCHEMA, "schema_version": INDEX_SCHEMA_VERSION, "run_id": index.get("run_id") or run_id,
+            "records": records}
+
+
+def count_findings(findings):
+    """Counts per severity, plus ``not_assessed`` (findings whose id ends in ``not_assessed``)."""
+    counts = dict((s, 0) for s in SEVERITIES)
+    counts["not_assessed"] = 0
+    for finding in findings:
+        if finding.get("severity") in counts:
+            counts[finding["severity"]] += 1
+        if str(finding.get("id") or "").endswith("not_assessed"):
+            counts["not_assessed"] += 1
+    return counts
+
+
+def _finding_key(finding):
+    """What makes two findings the same: (id, subject); for coverage findings (id ``coverage.*``) the
+    subject alone, so a host reported by compat_check is not reported again under another coverage id."""
+    fid = str(finding.get("id") or "")
+    return ("coverage" if fid.startswith("coverage.") else fid, finding.get("subject"))
+
+
+def merge_findings(existing, extra):
+    """``existing`` + the findings of ``extra`` that are not there yet (see _finding_key)."""
+    seen = set(_finding_key(f) for f in existing)
+    merged = list(existing)
+    for finding in extra:
+        key = _finding_key(finding)
+        if key not in seen:
+            seen.add(key)
+            merged.append(finding)
+    return merged
+
+
+def _finding(fid, severity, subject, observed, expected, message, source="gpufleet.dra_gate snapshot phase"):
+    return {"id": fid, "severity": severity, "subject": subject, "observed": observed, "expected": expected,
+            "message": message, "source": source}
+
+
+def snapshot_findings(results, check_mode=False):
+    """The snapshot phase's findings from its results: a failed capture and an index that does not
+    verify block (each bad entry named), a skipped capture warns (skipped is never passed). In check
+    mode nothing was written, so an index that was not verified (``verified`` null) is no finding."""
+    findings = []
+    failure = results.get("capture_failure")
+    if failure:
+        findings.append(_finding("snapshot.capture_failed", "block", "capture", failure, "every capture taken",
+                                 "a capture failed: %s" % failure))
+    verified = results.get("verified")
+    bad = results.get("bad") or []
+    for item in bad:
+        findings.append(_finding("snapshot.artifact_unverified", "block", item.get("path"), "; ".join(item.get("problems") or []),
+                                 "the file as indexed (sha256, size, mode 0600)",
+                                 "the artifact %s does not verify: %s" % (item.get("path"), "; ".join(item.get("problems") or []))))
+    if verified is not True and not bad and not (check_mode and verified is None):
+        findings.append(_finding("snapshot.index_unverified", "block", results.get("index") or "artifact index",
+                                 verified, True, "the artifact index %s was not verified" % (results.get("index") or "")))
+    for item in results.get("skipped") or []:
+        findings.append(_finding("snapshot.capture_skipped", "warn", "%s %s" % (item.get("kind"), item.get("source")),
+                                 "skipped", "captured",
+                                 "%s %s was not captured: %s" % (item.get("kind"), item.get("source"), item.get("reason"))))
+    return findings
+
+
+def record_names(names):
+    """The names in a run directory that are evidence records (``<phase>-<N>.json``, legacy ``NN-<phase>.json``)."""
+    return sorted(n for n in names if not n.startswith(".") and n != INDEX_FILE and parse_record_filename(n))
+
+
+def judge_run_dir(index, observed):
+    """The problems of a run directory's evidence, as ``[{file, problems}]``; empty = consistent.
+
+    ``observed`` maps each evidence record file name found in the run directory (and each name the
+    index lists) to what was measured without following links: ``exists``, ``is_link``, ``is_file``,
+    ``sha256``, ``mode``. A record the index does not list (a crash between writing the record and
+    updating the index), an indexed record that is missing, a link, not a regular file, has another
+    sha256, or can be read by group or others, is a problem."""
+    bad = []
+    listed = {}
+    for entry in (index or {}).get("records", []):
+        listed[entry.get("file")] = entry
+    for name in sorted(set(listed) | set(observed)):
+        seen = observed.get(name) or {"exists": False}
+        problems = []
+        entry = listed.get(name)
+        if entry is None:
+            problems.append("an evidence record that the evidence index does not list (written, but the index was "
+                            "never updated: a crash or a kill between the two?)")
+        if not seen.get("exists"):
+            problems.append("missing: the evidence index lists it, the file does not exist")
+        elif seen.get("is_link"):
+            problems.append("a symbolic link, not a record (never followed)")
+        elif not seen.get("is_file"):
+            problems.append("not a regular file")
+        else:
+            if entry is not None and seen.get("sha256") != entry.get("sha256"):
+                problems.append("sha256 mismatch: indexed %s, found %s" % (entry.get("sha256"), seen.get("sha256")))
+            mode = seen.get("mode")
+            if mode is not None and mode & 0o077:
+                problems.append("mode %04o: readable or writable by group or others (records are 0600)" % mode)
+        if problems:
+            bad.append({"file": name, "problems": problems})
+    return bad
+
+
+# Phase-specific findings derived from a phase's results, in Python (never in a role's Jinja).
+JUDGES = {"snapshot": snapshot_findings}
 
 
 def _cell(value):
@@ -225,14 +407,21 @@ def render_preflight(record):
 
 
 def render_run_summary(index, phase_summaries):
-    """The run's summary.md: one line per phase record, then each phase's own summary."""
-    lines = ["# Gate run %s" % index.get("run_id"), "", "| phase | verdict | record | sha256 |", "|---|---|---|---|"]
-    for entry in index.get("records", []):
-        lines.append("| %s | %s | %s | `%s` |" % (
-            entry["phase"], entry.get("verdict") or "—", entry["file"], (entry.get("sha256") or "")[:16]))
+    """The run's summary.md: one line per record (every attempt, in phase order), then the summary of
+    each phase's latest attempt (``phase_summaries``: file name of the record -> Markdown text)."""
+    entries = sorted(index.get("records", []), key=phase_order)
+    lines = ["# Gate run %s" % index.get("run_id"), "", "| phase | attempt | verdict | record | sha256 |",
+             "|---|---|---|---|---|"]
+    for entry in entries:
+        lines.append("| %s | %s | %s | %s | `%s` |" % (
+            entry.get("phase"), entry.get("attempt") or 1, entry.get("verdict") or "—", entry["file"],
+            (entry.get("sha256") or "")[:16]))
     lines.append("")
-    for entry in index.get("records", []):
-        text = phase_summaries.get(entry["phase"])
+    latest = {}
+    for entry in entries:
+        latest[entry.get("phase")] = entry
+    for entry in sorted(latest.values(), key=phase_order):
+        text = phase_summaries.get(entry["file"])
         if text:
             lines += [text.rstrip(), ""]
     return "\n".join(lines)

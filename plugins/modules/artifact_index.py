@@ -25,11 +25,16 @@ description:
   - O(state=verified) re-checks EVERY entry of the index - the file exists, is a regular file, has the
     indexed size and sha256 and is not readable by group or others - and for C(etcd-snapshot) entries
     also runs C(etcdutl snapshot status -w json) (else C(etcdctl)) when one of them is installed and
-    compares hash, revision and key count with what the capture recorded. It fails on any mismatch
+    compares hash, revision and key count with what the capture recorded. It also checks the run's
+    evidence records against the evidence index C(<run_dir>/index.json) - a record file the index
+    does not list (a crash between writing the record and updating the index), an indexed record
+    that is missing, a symbolic link or has another sha256 is bad. It fails on any mismatch
     or absence, listing each bad entry. Later phases run it first (role
     C(gpufleet.dra_gate.artifacts_verified)) and refuse to change anything when it fails.
-  - The index is written mode 0600 through a temporary file and a rename, in a directory of mode 0700.
-    Artifact contents are never returned.
+  - The index is written mode 0600 through a temporary file, fsync and a rename, under an exclusive lock,
+    in a directory of mode 0700. Artifact contents are never returned.
+  - The evidence root (the parent of O(run_dir)) must exist and be private (a directory, not a link, owned
+    by the running user, not writable by group or others); otherwise the module fails naming the path.
   - Runs on the controller (C(delegate_to=localhost)).
 author:
   - gpufleet maintainers (@gpufleet)
@@ -37,7 +42,8 @@ options:
   run_dir:
     description:
       - The gate run's evidence directory, C(<evidence_root>/<run_id>); the index is
-        C(<run_dir>/artifacts/index.json). Created (mode 0700) by O(state=present) when missing.
+        C(<run_dir>/artifacts/index.json). Created (mode 0700) by O(state=present) when missing; its
+        parent (the evidence root) must exist and be private.
     type: path
     required: true
   state:
@@ -173,6 +179,10 @@ checked:
   description: Number of entries re-checked (O(state=verified)).
   returned: always
   type: int
+evidence_checked:
+  description: Number of evidence records checked against the evidence index (O(state=verified)).
+  returned: when O(state=verified)
+  type: int
 bad:
   description: The entries that failed (O(state=verified)), each with C(path), C(kind), C(host) and C(problems).
   returned: always
@@ -193,16 +203,20 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import read_text, write_private
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files as pf
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import artifacts as art
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
 
 
-def measure(path):
-    """exists, is_file, size, sha256, mode of a file (the content is read in chunks, never returned)."""
+def measure(path, follow=True):
+    """exists, is_file, size, sha256, mode of a file (the content is read in chunks, never returned).
+    ``follow=False``: a symbolic link is reported (``is_link``) and never opened."""
     try:
-        info = os.stat(path)
+        info = os.stat(path) if follow else os.lstat(path)
     except OSError:
         return {"exists": False}
+    if stat.S_ISLNK(info.st_mode):
+        return {"exists": True, "is_link": True, "is_file": False}
     if not stat.S_ISREG(info.st_mode):
         return {"exists": True, "is_file": False}
     digest = hashlib.sha256()
@@ -257,12 +271,45 @@ def present(module, index, index_path, before, run_id, now):
     if changed and not module.check_mode:
         try:
             directory = os.path.dirname(index_path)
-            if not os.path.isdir(directory):
-                os.makedirs(directory, 0o700)
-            write_private(index_path, text, replace=True)
-        except (IOError, OSError) as exc:
+            pf.ensure_private_dir(directory)
+            # the run directory's one lock (gate_evidence takes the same), not a file among the artifacts
+            with pf.locked(os.path.dirname(directory)):
+                if pf.read_text(index_path) != before:
+                    module.fail_json(msg="run_dir: %s changed while this run merged into it (another writer); "
+                                         "run again" % index_path, **result)
+                pf.write_private(index_path, text, replace=True)
+        except (pf.PrivateFileError, IOError, OSError) as exc:
             module.fail_json(msg="run_dir: cannot write %s: %s" % (index_path, exc), **result)
     module.exit_json(**result)
+
+
+def verify_evidence(module, run_dir):
+    """The run's evidence records against the evidence index (``<run_dir>/index.json``): a record the
+    index does not list (a crash between the record and the index update), an indexed record that is
+    missing, a link or differs. Returns ``(bad entries, records checked)``."""
+    index_path = os.path.join(run_dir, evidence.INDEX_FILE)
+    try:
+        names = os.listdir(run_dir)
+    except OSError:
+        return [], 0
+    if os.path.islink(index_path):
+        return [{"path": index_path, "kind": "evidence-index", "host": "localhost",
+                 "problems": ["the evidence index is a symbolic link (never followed)"]}], 1
+    text = pf.read_text(index_path)
+    try:
+        index = evidence.load_index(text, os.path.basename(run_dir))
+    except evidence.EvidenceError as exc:
+        return [{"path": index_path, "kind": "evidence-index", "host": "localhost", "problems": [str(exc)]}], 1
+    files = set(evidence.record_names(names)) | set(e["file"] for e in index["records"])
+    observed = {}
+    for name in files:
+        if os.path.basename(name) != name or name in ("", ".", ".."):
+            observed[name] = {"exists": False}
+            continue
+        observed[name] = measure(os.path.join(run_dir, name), follow=False)
+    bad = [{"path": os.path.join(run_dir, item["file"]), "kind": "evidence-record", "host": "localhost",
+            "problems": item["problems"]} for item in evidence.judge_run_dir(index, observed)]
+    return bad, len(files)
 
 
 def etcd_tool(module):
@@ -302,15 +349,18 @@ def verified(module, index, index_path, before):
                                  "(sha256 and size were checked)" % item["path"])
         if problems:
             bad.append({"path": item["path"], "kind": item["kind"], "host": item["host"], "problems": problems})
+    evidence_bad, evidence_checked = verify_evidence(module, os.path.dirname(os.path.dirname(index_path)))
+    bad.extend(evidence_bad)
     summary = art.summarize(index)
     ok = not bad
     result = dict(changed=False, index_path=index_path, added=[], replaced=[], summary=summary,
                   summary_markdown=art.render_markdown(summary, ok, bad, index_path),
                   sha256=hashlib.sha256(to_bytes(before)).hexdigest(), verified=ok, checked=len(plan), bad=bad,
-                  notes=notes)
+                  notes=notes, evidence_checked=evidence_checked)
     if not ok:
+        total = len(plan) + evidence_checked
         module.fail_json(msg="the artifact index %s does not verify: %d of %d entr%s bad: %s" % (
-            index_path, len(bad), len(plan), "y" if len(plan) == 1 else "ies",
+            index_path, len(bad), total, "y" if total == 1 else "ies",
             "; ".join("%s (%s)" % (b["path"], "; ".join(b["problems"])) for b in bad)), **result)
     module.exit_json(**result)
 
@@ -335,9 +385,14 @@ def main():
     run_dir = params["run_dir"].rstrip("/") or "/"
     run_id = os.path.basename(run_dir)
     index_path = os.path.join(run_dir, art.INDEX_DIR, art.INDEX_FILE)
-    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
-        module.fail_json(msg="run_dir: %r exists and is not a directory" % run_dir)
-    before = read_text(index_path)
+    problem = pf.check_private_root(os.path.dirname(run_dir))
+    if problem:
+        module.fail_json(msg="run_dir: %s" % problem, index_path=index_path, verified=False, bad=[], checked=0)
+    if os.path.lexists(run_dir) and (os.path.islink(run_dir) or not os.path.isdir(run_dir)):
+        module.fail_json(msg="run_dir: %r is a link or not a directory" % run_dir)
+    if os.path.islink(index_path):
+        module.fail_json(msg="run_dir: the index %s is a symbolic link; refusing to read or replace it" % index_path)
+    before = pf.read_text(index_path)
     if before is None and os.path.exists(index_path):
         module.fail_json(msg="run_dir: the index %s exists but cannot be read" % index_path)
     try:

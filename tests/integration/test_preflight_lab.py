@@ -51,12 +51,15 @@ def scenario_lab(tmp_path):
 
 def preflight(labdir, tmp_path, *extra):
     evidence = tmp_path / "evidence"
+    evidence.mkdir(mode=0o700, exist_ok=True)  # the phases refuse a missing evidence root
     argv = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", os.path.join(labdir, "inventory.yml"),
             "playbooks/preflight.yml", "-e", "dra_gate_evidence_root=%s" % evidence, "-e", "dra_gate_run_id=lab",
             "-e", "dra_gate_fail_on=never"] + list(extra)
     proc = subprocess.run(argv, env=env(), cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    with open(str(evidence / "lab" / "01-preflight.json")) as handle:
+    with open(str(evidence / "lab" / "index.json")) as handle:
+        latest = [e for e in json.load(handle)["records"] if e["phase"] == "preflight"][-1]
+    with open(str(evidence / "lab" / latest["file"])) as handle:
         return json.load(handle)
 
 

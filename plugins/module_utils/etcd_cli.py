@@ -444,8 +444,8 @@ def select_member(members, statuses, failures=None, preferred_member_id=None, ma
                 else:
                     row["lag"] = max(leader["raft_index"] - applied, 0)
                     if row["lag"] > max_lag:
-                        problems.append("lags the leader by %d raft entries (applied index %d, leader's raft "
-                                        "index %d), more than max_raft_lag %s"
+                        problems.append("lags the leader by %s raft entries (applied index %s, leader's raft "
+                                        "index %s), more than max_raft_lag %s"
                                         % (row["lag"], applied, leader["raft_index"], max_lag))
         row["healthy"] = not problems
         table.append(row)

@@ -103,6 +103,12 @@ options:
   etcdctl:
     description: Path of C(etcdctl) for the structural check when there is no C(etcdutl); default is the one on C(PATH).
     type: path
+  timeout:
+    description:
+      - Deadline in seconds of each structural check command (C(snapshot status)); at the deadline its process group
+        is killed and the entry is bad, the message naming the command and the deadline.
+    type: float
+    default: 120
 attributes:
   check_mode:
     support: full
@@ -203,6 +209,7 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import command_runner
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files as pf
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import artifacts as art
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
@@ -341,9 +348,12 @@ def verified(module, index, index_path, before):
             problems = ["cannot be read: %s" % observed["error"]] if observed.get("error") else art.judge(entry, observed)
             if not problems and "etcd-status" in item["checks"]:
                 if tool:
-                    rc, out, err = module.run_command(art.etcd_status_argv(tool, item["path"]),
-                                                      environ_update={"LC_ALL": "C", "ETCDCTL_API": "3"})
-                    problems = art.judge_etcd_status(entry, rc, out, err)
+                    status = command_runner.run(art.etcd_status_argv(tool, item["path"]), params["timeout"],
+                                                environ_update={"ETCDCTL_API": "3"})
+                    if status.timed_out:
+                        problems = ["structural check %s" % status.describe()]
+                    else:
+                        problems = art.judge_etcd_status(entry, status.rc, status.stdout, status.stderr)
                 elif params["etcd_status"] == "auto":
                     notes.append("%s: no etcdutl or etcdctl in the PATH; the structural check was not run "
                                  "(sha256 and size were checked)" % item["path"])
@@ -378,10 +388,13 @@ def main():
             etcd_status=dict(type="str", choices=["auto", "never"], default="auto"),
             etcdutl=dict(type="path"),
             etcdctl=dict(type="path"),
+            timeout=dict(type="float", default=120.0),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    if not params["timeout"] > 0:
+        module.fail_json(msg="timeout: expected a positive number of seconds, got %r" % params["timeout"])
     run_dir = params["run_dir"].rstrip("/") or "/"
     run_id = os.path.basename(run_dir)
     index_path = os.path.join(run_dir, art.INDEX_DIR, art.INDEX_FILE)

@@ -53,6 +53,7 @@ record)
   } || true
   ;;
 preflight)
+  install -d -m 0700 "$out/evidence"
   ansible-playbook -i inventories/local playbooks/preflight.yml -e "dra_gate_evidence_root=$out/evidence" -e dra_gate_fail_on=never >"$out/preflight.out" 2>&1; echo "rc=$?" >>"$out/preflight.out"
   ansible localhost -c local -m gpufleet.dra_gate.gpu_node_facts >"$out/facts.out" 2>&1 || true
   tail -40 "$out/preflight.out"

@@ -12,6 +12,7 @@ __metaclass__ = type
 import copy
 import json
 import os
+import time
 
 import pytest
 
@@ -339,3 +340,25 @@ def test_a_host_compat_check_already_reported_is_not_reported_twice(run_module, 
                                             answered_hosts=["gpu-2"], failed_hosts={"gpu-1": "unreachable: x"}))
     assert [(f["id"], f["subject"]) for f in result["findings"]] == [("coverage.host_unreachable", "gpu-1")]
     assert result["verdict"] == "block"
+
+
+def test_a_hanging_structural_check_is_bad_within_its_deadline(run_module, tmp_path):
+    run_dir = _indexed_run(run_module, tmp_path)
+    snap = run_dir / "artifacts" / "snap.db"
+    snap.write_bytes(b"not really a snapshot")
+    os.chmod(str(snap), 0o600)
+    assert run_module(artifact_index, {"run_dir": str(run_dir), "artifacts": [
+        {"path": str(snap), "kind": "etcd-snapshot", "source": "test"}]})["changed"] is True
+    fake = tmp_path / "etcdutl"
+    fake.write_text("#!/bin/sh\nsleep 60 &\nsleep 60\n")
+    os.chmod(str(fake), 0o755)
+    started = time.monotonic()
+    verified = run_module(artifact_index, {"run_dir": str(run_dir), "state": "verified", "etcdutl": str(fake),
+                                           "timeout": 1})
+    assert time.monotonic() - started < 20
+    assert verified["failed"] is True
+    bad = dict((b["path"], b["problems"]) for b in verified["bad"])
+    assert list(bad) == [str(snap)]
+    assert "timed out after 1 s" in bad[str(snap)][0] and str(fake) in bad[str(snap)][0]
+    refused = run_module(artifact_index, {"run_dir": str(run_dir), "state": "verified", "timeout": 0})
+    assert refused["failed"] is True and refused["msg"].startswith("timeout:")

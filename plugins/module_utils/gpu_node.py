@@ -143,15 +143,7 @@ def _nvidia_pci_functions(tree):
         pci_class = (tree.read_value(dev + "/class") or "").lower()
         if not pci_class.startswith(DISPLAY_CLASS_PREFIX):
             continue
-        numa = tree.read_value(dev + "/numa_node")
-        numa_node = None
-        if numa is not None:
-            try:
-                numa_node = int(numa)
-            except ValueError:
-                tree.problem(dev + "/numa_node", "not an integer: %r" % numa[:40])
-            else:
-                numa_node = None if numa_node < 0 else numa_node
+        numa_node = _numa_node(tree, dev)
         group_link = tree.readlink(dev + "/iommu_group")
         driver_link = tree.readlink(dev + "/driver")
         group = None
@@ -253,18 +245,24 @@ def gather_iommu(tree):
     }
 
 
+def _numa_node(tree, dev):
+    """The PCI device's NUMA node from sysfs: an int, or None when absent or -1 (no NUMA); a value
+    that is not an integer is a problem entry."""
+    numa = tree.read_value(dev + "/numa_node")
+    if numa is None:
+        return None
+    try:
+        numa_node = int(numa)
+    except ValueError:
+        tree.problem(dev + "/numa_node", "not an integer: %r" % numa[:40])
+        return None
+    return None if numa_node < 0 else numa_node
+
+
 def _pci_attributes(tree, bdf):
     """numa_node, driver, vendor and device of the PCI function ``bdf`` (sysfs), as the GPUs read them."""
     dev = "/sys/bus/pci/devices/" + bdf
-    numa = tree.read_value(dev + "/numa_node")
-    numa_node = None
-    if numa is not None:
-        try:
-            numa_node = int(numa)
-        except ValueError:
-            tree.problem(dev + "/numa_node", "not an integer: %r" % numa[:40])
-        else:
-            numa_node = None if numa_node < 0 else numa_node
+    numa_node = _numa_node(tree, dev)
     driver_link = tree.readlink(dev + "/driver")
     return {
         "numa_node": numa_node,

@@ -141,6 +141,26 @@ def _publish(tmp, path, replace):
     os.unlink(tmp)
 
 
+def make_new_dir(parent, base):
+    """Create ``parent`` (0700, with its parents) and a new directory in it, exclusively, mode 0700:
+    ``base``, or ``base-2``, ``base-3``... when taken (also when taken between a check and the
+    ``mkdir`` by a concurrent writer). Returns its path."""
+    ensure_private_dir(parent)
+    number = 1
+    while True:
+        path = os.path.join(parent, base if number == 1 else "%s-%d" % (base, number))
+        try:
+            os.mkdir(path, 0o700)
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                raise PrivateFileError("%s: cannot create the directory: %s" % (path, exc.strerror))
+            number += 1
+            continue
+        os.chmod(path, 0o700)
+        fsync_dir(parent)
+        return path
+
+
 @contextlib.contextmanager
 def private_output(path, replace=False):
     """Yield a binary file handle whose content becomes ``path`` (0600) only when the block ends

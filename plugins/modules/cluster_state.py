@@ -187,6 +187,7 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client impor
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import (
     PrivateFileError,
     ensure_private_dir,
+    make_new_dir,
     write_private,
 )
 
@@ -249,18 +250,7 @@ def read(reader, params, not_served):
 
 def make_capture_dir(dest, stamp):
     """Create ``dest`` (0700, with its parents) and a new ``dest/<stamp>[-N]`` exclusively; returns its path."""
-    ensure_private_dir(dest)
-    while True:
-        name = cs.stamp_name(stamp, set(os.listdir(dest)))
-        path = os.path.join(dest, name)
-        try:
-            os.mkdir(path, 0o700)
-        except OSError:
-            if os.path.lexists(path):
-                continue  # taken between the listing and the mkdir: the next suffix
-            raise
-        os.chmod(path, 0o700)
-        return path
+    return make_new_dir(dest, stamp)
 
 
 def write_exclusive(path, data):

@@ -259,7 +259,7 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client impor
 )
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import (
     PrivateFileError,
-    ensure_private_dir,
+    make_new_dir,
     write_private,
 )
 
@@ -422,17 +422,7 @@ def _run_directory(dest, release, revision, now):
 
 def _make_run_directory(dest, release, revision, now):
     """``dest`` (0700, with its parents) and a new capture directory in it, created exclusively."""
-    ensure_private_dir(dest)
-    while True:
-        directory = _run_directory(dest, release, revision, now)
-        try:
-            os.mkdir(directory, 0o700)
-        except OSError:
-            if os.path.lexists(directory):
-                continue  # taken between the check and the mkdir: the next suffix
-            raise
-        os.chmod(directory, 0o700)
-        return directory
+    return make_new_dir(dest, "%s-%s-rev%d" % (release, now.strftime("%Y%m%dT%H%M%SZ"), revision))
 
 
 def _verify_command(path, sha256):

@@ -103,3 +103,13 @@ def test_locked_serialises_writers(tmp_path):
     for i in range(0, len(order), 2):
         assert order[i].split("-")[0] == order[i + 1].split("-")[0]
     assert mode(tmp_path / ".lock") == 0o600
+
+
+def test_make_new_dir_takes_the_next_free_name(tmp_path):
+    parent = tmp_path / "helm"
+    first = private_files.make_new_dir(str(parent), "rel-rev3")
+    second = private_files.make_new_dir(str(parent), "rel-rev3")
+    (parent / "rel-rev3-3").write_text("taken by someone else")
+    third = private_files.make_new_dir(str(parent), "rel-rev3")
+    assert [os.path.basename(p) for p in (first, second, third)] == ["rel-rev3", "rel-rev3-2", "rel-rev3-4"]
+    assert mode(parent) == 0o700 and all(mode(p) == 0o700 for p in (first, second, third))

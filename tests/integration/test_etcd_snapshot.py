@@ -41,6 +41,13 @@ def binaries(request):
     return request.param
 
 
+# Behaviour that does not depend on the etcd release (deadlines, retention, a killed restore) runs
+# with one etcd only, to keep the suite fast: the newest one found.
+NEWEST = max(BINARIES, key=lambda b: tuple(int(x) for x in b.version.split(".")[:2])) if BINARIES else None
+one_etcd = pytest.mark.parametrize("binaries", [NEWEST] if NEWEST else [],
+                                   ids=lambda b: "%s-%s" % (b.source, b.version))
+
+
 def ansible_env():
     env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD")}
     env["ANSIBLE_COLLECTIONS_PATH"] = os.path.join(REPO, ".cache", "collections")
@@ -224,6 +231,7 @@ def test_save_verify_restore_reads_back_the_snapshot_state(binaries, etcds, tmp_
     assert refused.get("failed") and "not empty" in refused["msg"], refused
 
 
+@one_etcd
 def test_retention_prunes_only_recorded_snapshots_after_a_verified_one(binaries, etcds, tmp_path):
     etcd = etcds(binaries, workdir=str(tmp_path / "etcd"))
     dest = tmp_path / "snaps"
@@ -692,6 +700,7 @@ def test_member_selection_refuses_lagging_and_unhealthy_members(binaries, member
 # -- deadlines ----------------------------------------------------------------------------------------
 
 
+@one_etcd
 def test_a_hanging_etcdctl_is_killed_at_the_deadline_with_its_child(binaries, tmp_path):
     pidfile = tmp_path / "child.pid"
     hang = write_script(tmp_path / "etcdctl-hang", "#!/bin/sh\nsleep 300 &\necho $! > %s\nwait\n" % pidfile)
@@ -717,6 +726,7 @@ def test_a_hanging_etcdctl_is_killed_at_the_deadline_with_its_child(binaries, tm
     assert not (tmp_path / "s").exists()
 
 
+@one_etcd
 def test_a_slow_etcdctl_within_the_deadline_succeeds(binaries, etcds, tmp_path):
     etcd = etcds(binaries, workdir=str(tmp_path / "etcd"))
     calls = tmp_path / "calls.log"
@@ -730,6 +740,7 @@ def test_a_slow_etcdctl_within_the_deadline_succeeds(binaries, etcds, tmp_path):
     assert len(save) == 1 and "--dial-timeout=5s --command-timeout=120s snapshot save" in save[0], save
 
 
+@one_etcd
 def test_an_etcdctl_printing_garbage_gives_a_bounded_named_error(binaries, tmp_path):
     garbage = write_script(tmp_path / "etcdctl-garbage",
                            "#!/bin/sh\nhead -c 6000000 /dev/urandom | od -An -tx1\nexit 0\n")
@@ -742,6 +753,7 @@ def test_an_etcdctl_printing_garbage_gives_a_bounded_named_error(binaries, tmp_p
 # -- crash-safe restore -------------------------------------------------------------------------------
 
 
+@one_etcd
 def test_a_restore_killed_half_way_leaves_no_data_dir_and_a_rerun_completes(binaries, good_snapshot, tmp_path):
     name, tool = ("etcdutl", binaries.etcdutl) if binaries.etcdutl else ("etcdctl", binaries.etcdctl)
     # The real restore writes the whole data directory, then the tool hangs: the deadline kills it.
@@ -845,6 +857,7 @@ def test_snapshot_phase_copy_is_private_from_the_start_and_records_the_member(bi
     assert json.loads(open(copy + ".meta.json").read())["sha256"] == entry["sha256"]
 
 
+@one_etcd
 def test_a_restore_whose_module_is_killed_leaves_the_data_dir_absent_and_the_rerun_cleans_up(
         binaries, good_snapshot, tmp_path):
     name, tool = ("etcdutl", binaries.etcdutl) if binaries.etcdutl else ("etcdctl", binaries.etcdctl)

@@ -27,6 +27,8 @@ import urllib.request
 import pytest
 import yaml
 
+import processes
+
 from kubelab import tls as kubelab_tls
 from kubelab.etcd import EtcdProcess, all_etcd, free_port, log_tail
 
@@ -712,17 +714,7 @@ def test_a_hanging_etcdctl_is_killed_at_the_deadline_with_its_child(binaries, tm
     assert hang in result["msg"] and "timed out after 9 s" in result["msg"]  # 2 x timeout + 5
     assert time.monotonic() - started < 60
     child = int(pidfile.read_text())
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            with open("/proc/%d/stat" % child) as handle:
-                if handle.read().split(") ", 1)[1].startswith("Z"):
-                    break
-        except OSError:
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError("the hung etcdctl's child %d still runs" % child)
+    assert processes.gone(child, 10), "the hung etcdctl's child %d still runs" % child
     assert not (tmp_path / "s").exists()
 
 

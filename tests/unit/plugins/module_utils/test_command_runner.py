@@ -7,11 +7,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import sys
 import time
 
 import pytest
+
+import processes
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import command_runner
 
@@ -39,14 +40,7 @@ def test_hanging_command_is_killed_with_its_children_at_the_deadline(tmp_path):
     assert result.stdout == "started\n"
     assert "timed out after 2 s" in result.describe() and sys.executable in result.describe()
     child = int(pidfile.read_text())
-    for _attempt in range(50):
-        try:
-            os.kill(child, 0)
-        except OSError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail("the grandchild survived the deadline")
+    assert processes.gone(child, 5), "the grandchild survived the deadline"
 
 
 def test_runner_raises_named_timeout():

@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 
+from kubelab import admission, defaults, encoding
 from kubelab import patch as patching
 from kubelab import validation
 from kubelab.errors import ApiError, bad_request, method_not_allowed, not_found, too_many_requests
@@ -73,6 +74,20 @@ class Api:
                 raise ApiError(403, "Forbidden", 'unable to create new content in namespace %s because it is being '
                                "terminated" % namespace, {"name": namespace, "kind": "namespaces"})
 
+    def _prepare(self, rtype, obj: dict, operation: str, old: dict | None = None) -> dict:
+        """What kube-apiserver does to a decoded object before it is stored, in its order.
+
+        The Go round trip (``encoding``: omitempty, Secret ``stringData``), defaulting
+        (``defaults``), mutating admission, then validating admission. ``operation`` is
+        ``CREATE`` or ``UPDATE`` (patches and applies of an existing object are updates).
+        """
+        if not rtype.custom:
+            encoding.normalize(rtype, obj)
+            defaults.apply(rtype, obj)
+        admission.mutate(self, rtype, obj, operation, old)
+        admission.validate(self, rtype, obj, operation, old)
+        return obj
+
     def _managed(self, obj: dict, manager: str | None, operation: str, subresource: str = "", old: dict | None = None) -> None:
         if manager is not None:
             patching.update_managed_fields(obj, manager or "unknown", operation, old, subresource=subresource)
@@ -116,8 +131,10 @@ class Api:
             validation.require_namespace_match(obj, namespace)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
-        validation.validate_object(rtype, obj)
+        meta["uid"] = str(uuid.uuid4())  # BeforeCreate fills it before validation (a Job's selector uses it)
         self._require_namespace(rtype, namespace, creating=True)
+        self._prepare(rtype, obj, "CREATE")
+        validation.validate_object(rtype, obj)
         self._defaults(rtype, obj)
         if not applied:  # an apply create carries its Apply entry already
             self._managed(obj, field_manager if field_manager is not None else "", "Update")
@@ -180,8 +197,9 @@ class Api:
             if expected:
                 raise not_found(rtype.group, rtype.plural, name)
             return self.create(rtype, namespace, obj, dry_run, field_manager), 201
-        validation.validate_object(rtype, obj)
         obj = self._merge_scope(rtype, current, obj, subresource)
+        self._prepare(rtype, obj, "UPDATE", current)
+        validation.validate_object(rtype, obj)
         self._managed(obj, field_manager if field_manager is not None else "", "Update", subresource, current)
         return self._write(rtype, obj, expected, dry_run, subresource), 200
 
@@ -288,8 +306,9 @@ class Api:
                 else:
                     raise bad_request("metadata.%s cannot be changed by a patch" % field)
         meta["resourceVersion"] = expected or current["metadata"]["resourceVersion"]
-        validation.validate_object(rtype, patched)
         patched = self._merge_scope(rtype, current, patched, subresource)
+        self._prepare(rtype, patched, "UPDATE", current)
+        validation.validate_object(rtype, patched)
         if kind != "apply":
             self._managed(patched, field_manager if field_manager is not None else "", "Update", subresource, current)
         return self._write(rtype, patched, expected, dry_run, subresource), 200

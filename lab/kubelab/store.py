@@ -171,7 +171,7 @@ class Store:
         namespace = meta.get("namespace") if rtype.namespaced else None
         if not rtype.namespaced:
             meta.pop("namespace", None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = meta.get("uid") or str(uuid.uuid4())  # Api.create sets it before defaulting
         meta["creationTimestamp"] = now()
         meta["generation"] = 1
         meta.pop("resourceVersion", None)

@@ -157,18 +157,6 @@ def append_index(index, run_id, entry):
             "records": records}
 
 
-def count_findings(findings):
-    """Counts per severity, plus ``not_assessed`` (findings whose id ends in ``not_assessed``)."""
-    counts = dict((s, 0) for s in SEVERITIES)
-    counts["not_assessed"] = 0
-    for finding in findings:
-        if finding.get("severity") in counts:
-            counts[finding["severity"]] += 1
-        if str(finding.get("id") or "").endswith("not_assessed"):
-            counts["not_assessed"] += 1
-    return counts
-
-
 def _finding_key(finding):
     """What makes two findings the same: (id, subject); for coverage findings (id ``coverage.*``) the
     subject alone, so a host reported by compat_check is not reported again under another coverage id."""

@@ -243,11 +243,11 @@ def _decide(module, params, record):
     results["findings"] = merged
     if isinstance(results.get("counts"), dict):
         counts = dict(results["counts"])
-        for key, value in evidence.count_findings(merged[len(findings):]).items():
+        for key, value in gate.counts_of(merged[len(findings):]).items():
             counts[key] = counts.get(key, 0) + value
         results["counts"] = counts
     else:
-        results["counts"] = evidence.count_findings(merged)
+        results["counts"] = gate.counts_of(merged)
     results["verdict"] = verdict
     results["gate"] = decision
     return merged, decision

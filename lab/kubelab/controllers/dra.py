@@ -191,6 +191,7 @@ class DraDriverController(Controller):
             self.api.create(self.slices, None, body, field_manager="kubelet")
             return
         pool = spec(keep).get("pool") or {}
+        _keep_time_added(spec(keep).get("devices") or [], devices)
         if spec(keep).get("devices") == devices and pool.get("name") == name:
             return
         body = copy.deepcopy(keep)
@@ -216,6 +217,25 @@ class DraDriverController(Controller):
                 pod = pods.get(ref.get("uid"))
                 if pod is not None and spec(pod).get("nodeName") in serving:
                     mark(self.lab, meta(claim)["namespace"], meta(claim)["name"], "prepared")
+
+
+def _keep_time_added(published: list, devices: list) -> None:
+    """Carry the server-set ``timeAdded`` of the published device taints into ``devices`` (in place).
+
+    The API server stamps a device taint's ``timeAdded`` when it is unset; without this a slice
+    with taints would compare unequal on every pass and be republished (its pool generation bumped).
+    """
+    stamps = {}
+    for device in published:
+        for taint in device.get("taints") or []:
+            key = (device.get("name"), taint.get("key"), taint.get("value"), taint.get("effect"))
+            if taint.get("timeAdded"):
+                stamps[key] = taint["timeAdded"]
+    for device in devices:
+        for taint in device.get("taints") or []:
+            key = (device.get("name"), taint.get("key"), taint.get("value"), taint.get("effect"))
+            if not taint.get("timeAdded") and key in stamps:
+                taint["timeAdded"] = stamps[key]
 
 
 # -- devices, taints and the allocator -------------------------------------------------------------

@@ -12,6 +12,7 @@ import base64
 import copy
 import datetime
 import json
+import random
 import threading
 import time
 import uuid
@@ -32,6 +33,7 @@ PATCH_TYPES = {
     "application/apply-patch+cbor": "apply",
 }
 DEFAULT_POD_GRACE = 30
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String
 
 
 def _status_success(rtype, name: str, uid: str | None = None, code: int = 200) -> dict:
@@ -84,6 +86,8 @@ class Api:
         if not rtype.custom:
             encoding.normalize(rtype, obj)
             defaults.apply(rtype, obj)
+            if old is not None and rtype.kind == "Service" and not rtype.group:
+                defaults.core.service_keep_allocated(obj, old)  # the registry's patchAllocatedValues
         admission.mutate(self, rtype, obj, operation, old)
         admission.validate(self, rtype, obj, operation, old)
         return obj
@@ -129,11 +133,16 @@ class Api:
         meta = obj.setdefault("metadata", {})
         if rtype.namespaced:
             validation.require_namespace_match(obj, namespace)
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
         meta["uid"] = str(uuid.uuid4())  # BeforeCreate fills it before validation (a Job's selector uses it)
         self._require_namespace(rtype, namespace, creating=True)
         self._prepare(rtype, obj, "CREATE")
+        # rest.BeforeCreate names the object after mutating admission (whose errors name the generateName),
+        # with names.SimpleNameGenerator's 5 characters of utilrand's alphabet.
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(random.choice(NAME_ALPHABET) for _index in range(5))
+            if not rtype.custom:
+                defaults.apply(rtype, obj)  # idempotent; what needs the name (a Job's job-name labels) now has it
         validation.validate_object(rtype, obj)
         self._defaults(rtype, obj)
         if not applied:  # an apply create carries its Apply entry already
@@ -144,7 +153,15 @@ class Api:
         return created
 
     def _defaults(self, rtype, obj: dict) -> None:
+        """What the registries add on create, after defaulting and admission (``defaults.apply`` did the
+        ``SetDefaults_*`` part in ``_prepare``): the namespace strategy's ``kubernetes`` finalizer and
+        Active phase, a CRD's status, a Pod's status as ``podStrategy.PrepareForCreate`` sets it
+        (phase Pending and ``qos.ComputePodQOS``), and the Service registry's IP families, cluster IP
+        and node ports (``Allocators.allocateCreate``)."""
+        from kubelab.defaults import core as core_defaults  # pylint: disable=import-outside-toplevel
         kind = rtype.kind
+        if rtype.custom:
+            return
         if kind == "Namespace":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
@@ -152,16 +169,16 @@ class Api:
         elif kind == "CustomResourceDefinition":
             self._crd_status(obj)
         elif kind == "Pod":
-            status = obj.setdefault("status", {})
-            status.setdefault("phase", "Pending")
-            status.setdefault("qosClass", "BestEffort")
             spec = obj.setdefault("spec", {})
-            spec.setdefault("restartPolicy", "Always")
-            spec.setdefault("terminationGracePeriodSeconds", DEFAULT_POD_GRACE)
-            spec.setdefault("dnsPolicy", "ClusterFirst")
-            spec.setdefault("schedulerName", "default-scheduler")
-        elif kind == "Secret":
-            obj.setdefault("type", "Opaque")
+            core_defaults.service_account_names(spec)  # admission may have set serviceAccountName
+            status = obj.get("status")
+            if not isinstance(status, dict):
+                status = obj["status"] = {}
+            status.setdefault("phase", "Pending")
+            status["qosClass"] = core_defaults.pod_qos(obj)
+        elif kind == "Service" and rtype.group == "":
+            existing, _revision = self.store.list(rtype)
+            core_defaults.service_allocate(obj, existing)
 
     def _crd_status(self, crd: dict) -> None:
         spec = crd.get("spec") or {}
@@ -250,7 +267,8 @@ class Api:
     # -- patch ----------------------------------------------------------------------------------
 
     def patch(self, rtype, namespace: str | None, name: str, content_type: str, raw: bytes, subresource: str = "",
-              field_manager: str | None = None, force: bool = False, dry_run: bool = False) -> tuple[dict, int]:
+              field_manager: str | None = None, force: bool | str | None = None,
+              dry_run: bool = False) -> tuple[dict, int]:
         media = (content_type or "").split(";")[0].strip().lower()
         kind = PATCH_TYPES.get(media)
         if kind is None:
@@ -262,6 +280,10 @@ class Api:
                      "field": "fieldManager"}
             raise ApiError(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is "
                            "required for apply patch", {"kind": "PatchOptions", "group": "meta.k8s.io", "causes": [cause]})
+        if kind != "apply" and force is not None and force is not False:
+            # ValidatePatchOptions: force is only for apply, even force=false
+            patching.validate_patch_options(media, field_manager, force)
+        force = patching.parse_bool_param(force)  # a raw query value or a bool
         body = validation.decode_body(media, raw, allow_yaml=kind == "apply")
         current = self.store.get_or_none(rtype, namespace, name)
         if current is None:
@@ -512,24 +534,92 @@ class Api:
         pdb["status"] = status
         self.store.update(self.pdb_type, pdb, pdb["metadata"]["resourceVersion"], bump_generation=False)
 
-    def get_scale(self, rtype, namespace: str, name: str) -> dict:
-        obj = self.store.get(rtype, namespace, name)
-        return {"kind": "Scale", "apiVersion": "autoscaling/v1",
-                "metadata": {k: obj["metadata"][k] for k in ("name", "namespace", "uid", "resourceVersion",
-                                                             "creationTimestamp") if k in obj["metadata"]},
-                "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 1)},
-                "status": {"replicas": (obj.get("status") or {}).get("replicas", 0),
-                           "selector": ",".join("%s=%s" % kv for kv in sorted(
-                               (((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}).items()))}}
+    def _scale_paths(self, rtype) -> tuple:
+        """(specReplicasPath, statusReplicasPath, labelSelectorPath) as tuples of keys.
 
-    def set_scale(self, rtype, namespace: str, name: str, replicas) -> dict:
+        Built-in kinds: ``spec.replicas``, ``status.replicas`` and ``spec.selector`` (a
+        LabelSelector); custom resources: the CRD version's ``subresources.scale`` paths
+        (``labelSelectorPath`` names a string field), as apiextensions' ScaleREST.
+        """
+        if not rtype.custom:
+            return ("spec", "replicas"), ("status", "replicas"), None
+        crd = self.store.get_or_none(self.crd_type, None, "%s.%s" % (rtype.plural, rtype.group)) or {}
+        scale = {}
+        for version in (crd.get("spec") or {}).get("versions") or []:
+            if version.get("name") == rtype.version:
+                scale = (version.get("subresources") or {}).get("scale") or {}
+
+        def path(text):
+            return tuple(p for p in str(text or "").lstrip(".").split(".") if p) or None
+        return (path(scale.get("specReplicasPath")) or ("spec", "replicas"),
+                path(scale.get("statusReplicasPath")) or ("status", "replicas"), path(scale.get("labelSelectorPath")))
+
+    @staticmethod
+    def _at(obj, keys: tuple):
+        for key in keys:
+            if not isinstance(obj, dict) or key not in obj:
+                return None
+            obj = obj[key]
+        return obj
+
+    def get_scale(self, rtype, namespace: str, name: str, obj: dict | None = None) -> dict:
+        """``autoscaling/v1`` Scale of the parent, as ScaleREST's scaleFromDeployment / scaleFromCustomResource.
+
+        ``status.selector`` is the parent's label selector as ``labels.Selector.String()`` (matchLabels
+        and matchExpressions, sorted by key); for a custom resource the string at ``labelSelectorPath``.
+        """
+        if obj is None:
+            obj = self.store.get(rtype, namespace, name)
+        spec_path, status_path, selector_path = self._scale_paths(rtype)
+        replicas = self._at(obj, spec_path)
+        if not rtype.custom:
+            try:
+                selector = str(label_selector_from_object((obj.get("spec") or {}).get("selector")))
+            except ApiError:
+                selector = ""
+        else:
+            found = self._at(obj, selector_path) if selector_path else None
+            selector = found if isinstance(found, str) else ""
+        scale = {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                 "metadata": {k: obj["metadata"][k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                                              "creationTimestamp") if k in obj["metadata"]},
+                 "spec": {"replicas": replicas if isinstance(replicas, int) else (0 if rtype.custom else 1)},
+                 "status": {"replicas": self._at(obj, status_path) or 0}}
+        if selector:
+            scale["status"]["selector"] = selector
+        return scale
+
+    def set_scale(self, rtype, namespace: str, name: str, scale, field_manager: str | None = None,
+                  dry_run: bool = False) -> dict:
+        """PUT (or the result of a PATCH on) ``.../scale``, as ScaleREST.Update with scaleUpdatedObjectInfo.
+
+        ``spec.replicas`` (absent = 0, as the Go int32) must be >= 0 (422 ``Scale.autoscaling``); a
+        ``metadata.resourceVersion`` in the Scale is the parent's precondition (stale: 409 on the
+        parent, e.g. ``deployments.apps``). The parent is written as an update of subresource
+        ``scale`` (managedFields entry of ``field_manager`` with ``subresource: scale``; generation
+        bumped by the spec change); the answer is the Scale of what was stored.
+        """
+        if not isinstance(scale, dict):
+            raise bad_request("the body of the request was in an unknown format - expected a Scale")
+        replicas = (scale.get("spec") or {}).get("replicas", 0)
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            raise ApiError(422, "Invalid", 'Scale.autoscaling "%s" is invalid: spec.replicas: Invalid value: %r: must '
-                           "be greater than or equal to 0" % (name, replicas))
-        obj = self.store.get(rtype, namespace, name)
-        obj.setdefault("spec", {})["replicas"] = replicas
-        self.store.update(rtype, obj, None)
-        return self.get_scale(rtype, namespace, name)
+            message = "Invalid value: %s: must be greater than or equal to 0" % json.dumps(replicas)
+            raise ApiError(422, "Invalid", 'Scale.autoscaling "%s" is invalid: spec.replicas: %s' % (name, message),
+                           {"name": name, "group": "autoscaling", "kind": "Scale",
+                            "causes": [{"reason": "FieldValueInvalid", "message": message, "field": "spec.replicas"}]})
+        current = self.store.get(rtype, namespace, name)
+        body = copy.deepcopy(current)
+        body["metadata"]["resourceVersion"] = (scale.get("metadata") or {}).get("resourceVersion") or ""
+        spec_path = self._scale_paths(rtype)[0]
+        target = body
+        for key in spec_path[:-1]:
+            if not isinstance(target.get(key), dict):
+                target[key] = {}
+            target = target[key]
+        target[spec_path[-1]] = replicas
+        written, _code = self.update(rtype, namespace, name, body, "scale", dry_run,
+                                     field_manager if field_manager is not None else "")
+        return self.get_scale(rtype, namespace, name, written)
 
     def not_allowed(self):
         raise method_not_allowed()

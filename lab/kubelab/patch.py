@@ -6,7 +6,8 @@
 * ``json_patch``: ``application/json-patch+json`` (RFC 6902).
 * ``strategic_merge_patch``: ``application/strategic-merge-patch+json``, driven by a merge-key
   table (``DEFAULT_MERGE_KEYS``) instead of Go struct tags.
-* ``apply_patch``: ``application/apply-patch+yaml`` (server-side apply), approximated.
+* ``apply_patch``: ``application/apply-patch+yaml`` (server-side apply) with field ownership and
+  conflicts between managers (``conflict_error``).
 * ``update_managed_fields``: the ``operation: Update`` entries every other write records.
 
 Every function returns a new object and leaves its arguments untouched, except
@@ -39,12 +40,29 @@ The resourceVersion precondition (kubectl's SSA migration JSON patch replaces
 server calls ``check_resource_version(live, patched, ...)``, which raises kube's 409 Conflict when
 the patched object names another resourceVersion than the stored one.
 
-Known differences from kube-apiserver (server-side apply): no conflict detection (``force`` is
-accepted and ignored; an apply that changes a field another manager owns silently takes it over,
-as ``force=true`` would); field sets are computed from the merge-key table, not from OpenAPI
-schemas (maps and structs are not told apart, so no ``"."`` entries for maps; keyed lists use one
-key field); pruning removes fields the same manager applied before and no longer applies, unless
-another manager owns them or something below them.
+Server-side apply follows ``merge.Updater.Apply`` of sigs.k8s.io/structured-merge-diff and the
+field manager stack of k8s.io/apiserver (``pkg/endpoints/handlers/fieldmanager``, ``internal``):
+an apply by manager M conflicts on each field another managedFields entry owns (Apply or Update,
+any subresource; M's own Update entry is another manager, since the identifier holds the
+operation) when the apply adds it or changes its value; the same value means shared ownership.
+Without ``force``: 409 Conflict, ``getConflictMessage``'s text, ``FieldManagerConflict`` causes
+with ``fieldpath.Path`` strings, and nothing is written (also under ``dryRun=All``). With
+``force`` the fields move to M's entry. ``lastAppliedManager`` (manager ``kubectl`` may take fields
+the client-side ``last-applied-configuration`` still matches) and ``skipNonAppliedManager``
+(``before-first-apply`` for an object without managedFields) are mirrored too. ``force`` is parsed
+as the apiserver parses a boolean query parameter (``parse_bool_param``).
+
+Known differences from kube-apiserver (server-side apply): field sets are computed from the
+merge-key table, not from OpenAPI schemas: maps and structs are not told apart (no ``"."`` entries
+for maps), atomic structs and maps (``+structType=atomic`` such as ``LabelSelector``,
+``x-kubernetes-map-type: atomic``) are granular here, keyed lists use one key field, and a list
+not in the table is atomic; so a conflict may be reported on a finer or coarser path than kube's.
+Conflicts are listed with managers sorted (kube's causes follow Go map order); the
+``last-applied-configuration`` annotation is not rewritten by a ``kubectl`` server-side apply
+(``lastAppliedUpdater``); managedFields are not capped at 10 Update entries
+(``capManagersManager``); there is one served version per group, so no conversion of field sets.
+Pruning removes fields the same manager applied before and no longer applies, unless another
+manager owns them or something below them.
 """
 
 from __future__ import annotations
@@ -73,6 +91,14 @@ __all__ = [
     "fields_v1",
     "fields_v1_paths",
     "json_equal",
+    "parse_bool_param",
+    "manager_identifier",
+    "print_manager",
+    "field_path_string",
+    "conflict_error",
+    "ApplyConflict",
+    "LAST_APPLIED_ANNOTATION",
+    "BEFORE_FIRST_APPLY",
 ]
 
 GENERIC_INVALID_MESSAGE = "the server rejected our request due to an error in our request"
@@ -870,31 +896,295 @@ def manager_from_user_agent(user_agent: str | None) -> str:
     return (user_agent or "").split("/")[0][:128]
 
 
+def parse_bool_param(value) -> bool:
+    """A boolean query parameter as kube-apiserver decodes it (``Convert_Slice_string_To_Pointer_bool``).
+
+    Absent (``None``), ``"0"`` and any casing of ``"false"`` are false; any other value, the empty
+    string included, is true (the Python client sends ``True``/``False``). Booleans pass through.
+    """
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    text = str(value)
+    return not (text == "0" or text.lower() == "false")
+
+
+# ----------------------------------------------------------------------------------------------
+# server-side apply: conflicts
+
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+BEFORE_FIRST_APPLY = "before-first-apply"
+
+
+def manager_identifier(entry: dict) -> str:
+    """``BuildManagerIdentifier``: the entry as JSON without time, fieldsType and fieldsV1 (and
+    without apiVersion for an Apply entry), in ``ManagedFieldsEntry``'s field order."""
+    ident = {}
+    for field in ("manager", "operation", "apiVersion", "subresource"):
+        value = entry.get(field)
+        if field == "apiVersion" and entry.get("operation") == "Apply":
+            continue
+        if value:
+            ident[field] = value
+    return json.dumps(ident, separators=(",", ":"), ensure_ascii=False)
+
+
+def _go_quote(text: str) -> str:
+    """Go's ``%q`` (``strconv.Quote``) for the strings of a field path or manager name."""
+    out = ['"']
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char in "\a\b\f\n\r\t\v":
+            out.append({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+                        "\v": "\\v"}[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7f:
+            out.append("\\x%02x" % ord(char))
+        elif not char.isprintable() and ord(char) > 0x7f:
+            out.append("\\u%04x" % ord(char) if ord(char) <= 0xffff else "\\U%08x" % ord(char))
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def print_manager(entry: dict) -> str:
+    """``printManager`` of k8s.io/apiserver ``internal/conflict.go`` for a managedFields entry.
+
+    ``"<manager>"``, `` with subresource "<sub>"`` when it has one, and for an Update entry
+    `` using <apiVersion>`` (`` at <RFC3339 time>`` when the entry has a time). kube-apiserver
+    prints the manager identifier, which carries no time, so conflicts never show one.
+    """
+    text = _go_quote(str(entry.get("manager", "")))
+    if entry.get("subresource"):
+        text = "%s with subresource %s" % (text, _go_quote(str(entry["subresource"])))
+    if entry.get("operation") == "Update":
+        if not entry.get("time"):
+            return "%s using %s" % (text, entry.get("apiVersion", ""))
+        return "%s using %s at %s" % (text, entry.get("apiVersion", ""), entry["time"])
+    return text
+
+
+def _value_string(value) -> str:
+    """``value.ToString`` of structured-merge-diff, for key values in a field path."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    if isinstance(value, str):
+        return _go_quote(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_value_string(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join("%s=%s" % (k, _value_string(value[k])) for k in sorted(value)) + "}"
+    return str(value)
+
+
+def field_path_string(path: tuple) -> str:
+    """``fieldpath.Path.String``: ``.spec.replicas``, ``.spec.containers[name="nginx"].image``,
+    ``.metadata.finalizers[="a"]``, ``.metadata.labels.app``."""
+    parts = []
+    for token in path:
+        kind, body = token[:2], token[2:]
+        if kind == "f:":
+            parts.append("." + body)
+        elif kind == "k:":
+            try:
+                key = json.loads(body)
+            except ValueError:
+                key = {}
+            parts.append("[" + ",".join("%s=%s" % (k, _value_string(key[k])) for k in sorted(key)) + "]")
+        elif kind == "v:":
+            try:
+                parts.append("[=%s]" % _value_string(json.loads(body)))
+            except ValueError:
+                parts.append("[=%s]" % body)
+        elif kind == "i:":
+            parts.append("[%s]" % body)
+        else:
+            parts.append(token)
+    return "".join(parts)
+
+
+def _element_key(token: str) -> tuple:
+    """``PathElement.Compare`` order: field names, then keys, then values, then indexes."""
+    rank = {"f:": 0, "k:": 1, "v:": 2, "i:": 3}.get(token[:2], 4)
+    if rank == 1:
+        try:
+            key = json.loads(token[2:])
+            return (rank, [(k, json.dumps(key[k], sort_keys=True)) for k in sorted(key)], "")
+        except (ValueError, AttributeError):
+            pass
+    if rank == 3 and token[2:].isdigit():
+        return (rank, [], "%020d" % int(token[2:]))
+    return (rank, [], token[2:])
+
+
+def _set_order(paths) -> list:
+    """The order ``fieldpath.Set.Iterate`` visits ``paths``: at each level the members (sorted),
+    then the children (sorted), depth first."""
+    ordered: list = []
+
+    def walk(prefix: tuple, subset: list) -> None:
+        depth = len(prefix)
+        members = {p[depth] for p in subset if len(p) == depth + 1}
+        ordered.extend(prefix + (token,) for token in sorted(members, key=_element_key))
+        children = {p[depth] for p in subset if len(p) > depth + 1}
+        for token in sorted(children, key=_element_key):
+            walk(prefix + (token,), [p for p in subset if len(p) > depth + 1 and p[depth] == token])
+
+    walk((), [p for p in paths if p])
+    return ordered
+
+
+class ApplyConflict:
+    """One conflict of an apply: the other manager's entry and the field path."""
+
+    def __init__(self, entry: dict, path: tuple):
+        self.entry = entry
+        self.path = path
+        self.manager = manager_identifier(entry)
+
+
+def conflict_error(conflicts: list) -> ApiError:
+    """``NewConflictError`` / ``getConflictMessage`` (k8s.io/apiserver ``internal/conflict.go``).
+
+    409, reason ``Conflict``, details with only ``causes`` (``FieldManagerConflict``, ``conflict
+    with <printManager>``, the field path), as ``errors.NewApplyConflict`` builds them.
+    """
+    by_manager: dict = {}
+    for item in conflicts:
+        by_manager.setdefault(item.manager, []).append(item)
+    ordered = []
+    for ident in sorted(by_manager):
+        items = {c.path: c for c in by_manager[ident]}
+        ordered.extend(items[p] for p in _set_order(items))
+    causes = [{"reason": "FieldManagerConflict", "message": "conflict with %s" % print_manager(_without_time(c.entry)),
+               "field": field_path_string(c.path)} for c in ordered]
+    if len(ordered) == 1:
+        message = "Apply failed with 1 conflict: conflict with %s: %s" % (
+            print_manager(_without_time(ordered[0].entry)), field_path_string(ordered[0].path))
+    else:
+        lines = []
+        for ident in sorted(by_manager):
+            group = [c for c in ordered if c.manager == ident]
+            lines.append("conflicts with %s:" % print_manager(_without_time(group[0].entry)))
+            lines.extend("- %s" % field_path_string(c.path) for c in group)
+        message = "Apply failed with %d conflicts: %s" % (len(ordered), "\n".join(lines))
+    return ApiError(409, "Conflict", message, {"causes": causes})
+
+
+def _without_time(entry: dict) -> dict:
+    return {k: v for k, v in entry.items() if k != "time"}
+
+
+def _names(path: tuple) -> tuple:
+    return tuple(token[2:] for token in path if token.startswith("f:"))
+
+
+def _granular_list(value: list, path: tuple, keys: _MergeKeys) -> bool:
+    """A list that is not a leaf of the field set (keyed or set-merged), as ``_collect`` sees it."""
+    strategy = keys.lookup(_names(path))
+    if strategy == MERGE_SET:
+        return all(not isinstance(v, (dict, list)) for v in value)
+    if strategy is ATOMIC:
+        return False
+    return bool(value) and all(isinstance(v, dict) and strategy in v for v in value)
+
+
+def _changed(before, after, path: tuple, keys: _MergeKeys) -> bool:
+    """Whether ``path`` is in ``Comparison.Modified`` or ``Comparison.Added`` of live → new
+    (structured-merge-diff ``typed/compare.go``): added nodes, and leaves whose value differs.
+    Maps and list items present on both sides are not leaves; a removed field is neither."""
+    old, new = _value_at(before, path), _value_at(after, path)
+    if new is _MISSING:
+        return False
+    if old is _MISSING:
+        return True
+    if isinstance(old, dict) and isinstance(new, dict):
+        return False
+    if isinstance(old, list) and isinstance(new, list) and (old or new) \
+            and all(not side or _granular_list(side, path, keys) for side in (old, new)):
+        return False
+    return not json_equal(old, new)
+
+
+def _last_applied_allowed(live: dict, keys: _MergeKeys) -> set | None:
+    """``lastAppliedManager.allowedConflictsFromLastApplied``: the fields of the client-side
+    last-applied annotation whose value the live object still has (``None``: no usable annotation)."""
+    text = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED_ANNOTATION)
+    if not text:
+        return None
+    try:
+        last = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(last, dict) or last.get("apiVersion") != live.get("apiVersion"):
+        return None
+    return {p for p in _field_set(last, keys) if not _changed(last, live, p, keys)
+            and _value_at(live, p) is not _MISSING}
+
+
+def _find_conflicts(before: dict, result: dict, others: list, keys: _MergeKeys) -> list:
+    conflicts = []
+    for entry in others:
+        for path in entry.members:
+            if _changed(before, result, path, keys):
+                conflicts.append(ApplyConflict(entry.raw, path))
+    return conflicts
+
+
 def apply_patch(live: dict | None, applied: dict, field_manager: str, force: bool = False, *,
                 merge_keys: dict | None = None, subresource: str = "", reset_fields=(),
                 now: str | None = None) -> dict:
-    """Server-side apply, approximated: ``applied`` merged onto ``live`` (or onto nothing).
+    """Server-side apply: ``applied`` merged onto ``live`` (or onto nothing), with conflicts.
 
-    Returns the new object with its ``metadata.managedFields`` entry for ``(field_manager,
-    "Apply")`` set to the applied field set. Fields this manager applied before but no longer
-    applies are removed unless another manager owns them. ``reset_fields`` are top-level keys the
-    server ignores in this request (``("status",)`` for a main resource with a status
-    subresource). ``force`` is accepted; conflicts are never reported (see the module docstring).
+    Mirrors structured-merge-diff ``merge.Updater.Apply`` as k8s.io/apiserver's field manager
+    stack calls it:
+
+    * the new object is ``live`` with the configuration merged in, minus the fields this manager
+      applied before and no longer applies (``prune``; kept when another manager owns them);
+    * a field another manager's entry owns (Apply or Update, any subresource; this manager's own
+      Update entry counts as another manager) conflicts when the apply adds it or changes its
+      value (``Comparison.Modified``/``Added``); the same value is shared ownership;
+    * without ``force``: 409 ``Conflict`` (``conflict_error``) and nothing changes; with ``force``
+      the conflicting fields leave the other entries (an emptied entry is dropped);
+    * ``lastAppliedManager``: for manager ``kubectl``, conflicts on fields the client-side
+      ``last-applied-configuration`` annotation still matches are allowed (forced);
+    * ``skipNonAppliedManager``: a live object without managedFields first gets a
+      ``before-first-apply`` Update entry owning its fields;
+    * fields the new object no longer has leave every entry.
+
+    Returns the new object with ``metadata.managedFields``. ``reset_fields`` are top-level keys
+    the server ignores in this request (``("status",)`` for a main resource with a status
+    subresource); an apply to ``status`` only sets ``status`` and metadata.
     """
-    del force   # no conflict detection: every apply behaves as force=true
     validate_patch_options("application/apply-patch+yaml", field_manager)
     if not isinstance(applied, dict):
         raise bad_request("error decoding YAML: json: cannot unmarshal %s into Go value of type "
                           "map[string]interface {}" % _go_type(applied))
     if (applied.get("metadata") or {}).get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
+    force = parse_bool_param(force)
     keys = _merge_keys(merge_keys)
     config = copy.deepcopy(applied)
     for field in reset_fields:
         config.pop(field, None)
+    if subresource == "status":
+        config = {k: v for k, v in config.items() if k in ("apiVersion", "kind", "metadata", "status")}
     now = _now(now)
     before = _without_managed_fields(live) if isinstance(live, dict) else {}
     entries = _entries(live)
+    if isinstance(live, dict) and not entries:
+        first = _new_entry(BEFORE_FIRST_APPLY, "Update", str(before.get("apiVersion") or ""), "", now)
+        kept = {k: v for k, v in before.items() if k not in reset_fields}
+        first.members = _field_set(kept, keys)
+        entries.append(first)
     ident = (field_manager, "Apply", subresource)
     mine = next((e for e in entries if e.ident() == ident), None)
     others = [e for e in entries if e is not mine]
@@ -907,10 +1197,19 @@ def apply_patch(live: dict | None, applied: dict, field_manager: str, force: boo
                 _remove_at(result, path)
     result = _merge_map(result, config, (), keys)
 
-    taken = {p for p in applied_set if not _same_at(before, result, p)}
+    conflicts = _find_conflicts(before, result, others, keys)
+    if conflicts and not force:
+        allowed = _last_applied_allowed(before, keys) if field_manager == "kubectl" else None
+        remaining = [c for c in conflicts if allowed is None or c.path not in allowed]
+        if remaining:
+            raise conflict_error(remaining)
+        # every conflict is one the last-applied annotation allows: applied as with force
+    taken: dict = {}
+    for item in conflicts:
+        taken.setdefault(id(item.entry), set()).add(item.path)
     for entry in others:
         entry.members = {p for p in entry.members
-                         if p not in taken and _value_at(result, p) is not _MISSING}
+                         if p not in taken.get(id(entry.raw), ()) and _value_at(result, p) is not _MISSING}
     if mine is None:
         mine = _new_entry(field_manager, "Apply", str(config.get("apiVersion") or before.get("apiVersion") or ""),
                           subresource, now)

@@ -76,6 +76,7 @@ BUILTINS = [
     _r("batch", "v1", "Job", "jobs", True, [], ["status"], categories=["all"]),
     _r("batch", "v1", "CronJob", "cronjobs", True, ["cj"], ["status"], categories=["all"]),
     _r("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ["pdb"], ["status"]),
+    _r("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, ["netpol"]),
     _r("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False),
     _r("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     _r("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),

@@ -88,22 +88,37 @@ class LabServer:
     def apply_scenario(self) -> None:
         """Create the built-in namespaces and the scenario's namespaces, nodes and objects.
 
-        Objects that already exist (a restart on the same etcd) are left as they are.
+        Objects that already exist (a restart on the same etcd) are left as they are. The objects
+        are created before the controllers start, so each namespace first gets what its
+        controllers would give it (ServiceAccount ``default``, ConfigMap ``kube-root-ca.crt``:
+        the installed controllers' ``publish_namespace``), as the pods in it need them to pass
+        ServiceAccount admission.
         """
         names = ["default", "kube-system", "kube-public", "kube-node-lease"] + list(self.scenario.get("namespaces") or [])
         manifests = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in names]
         manifests += list(self.scenario.get("nodes") or []) + list(self.scenario.get("objects") or [])
+        publishers = [c for c in self.controllers if callable(getattr(c, "publish_namespace", None))]
+        published = set()
         for manifest in manifests:
             rtype = self.registry.by_kind(manifest.get("apiVersion", ""), manifest.get("kind", ""))
             if rtype is None:
                 raise ApiError(400, "BadRequest", "scenario object of unknown kind %s/%s"
                                % (manifest.get("apiVersion"), manifest.get("kind")))
             namespace = (manifest.get("metadata") or {}).get("namespace", "default") if rtype.namespaced else None
+            if namespace is not None and namespace not in published \
+                    and self.store.get_or_none(self.api.ns_type, None, namespace) is not None:
+                published.add(namespace)
+                for publisher in publishers:
+                    publisher.publish_namespace(namespace)
             try:
                 self.api.create(rtype, namespace, manifest, field_manager="kubelab-scenario")
             except ApiError as exc:
                 if exc.code != 409:
                     raise
+        for namespace in names:  # the rest too: a client that connects finds every namespace complete
+            if namespace not in published:
+                for publisher in publishers:
+                    publisher.publish_namespace(namespace)
 
     def start(self) -> "LabServer":
         self.apply_scenario()
@@ -115,6 +130,8 @@ class LabServer:
 
     def stop(self) -> None:
         self.stopping.set()
+        for controller in self.controllers:  # all told first, then joined: they wind down together
+            controller.stop_event.set()
         for controller in self.controllers:
             controller.stop()
         with self.store.changed:
@@ -325,7 +342,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(code, obj)
         if method == "PATCH":
             obj, code = api.patch(rtype, namespace, name, content_type, body, sub, manager,
-                                  query.get("force") in ("true", "1"), dry_run)
+                                  query.get("force"), dry_run)
             return self._send_json(code, obj)
         if method == "DELETE":
             options = validation.decode_body(content_type, body) if body else {}
@@ -339,18 +356,55 @@ class _Handler(BaseHTTPRequestHandler):
         raise method_not_allowed()
 
     def _scale(self, rtype, namespace, name, body, content_type) -> None:
+        """GET/PUT/PATCH ``.../{name}/scale`` as kube-apiserver's ScaleREST (apps and custom resources).
+
+        A PATCH (JSON, merge or strategic merge; an apply is merged too) is applied to the parent's
+        current Scale, and a resourceVersion it changes becomes the precondition, as the patcher does
+        on the Scale object; ``fieldManager`` (else the User-Agent's first part) and ``dryRun=All``
+        as for the main resource.
+        """
+        from kubelab import api as api_module
+        from kubelab import patch as patching
         api = self.server_lab.api
-        if self.command == "GET":
+        query = {k: v[-1] for k, v in parse_qs(urlsplit(self.path).query, keep_blank_values=True).items()}
+        dry_run = query.get("dryRun") == "All"
+        manager = query.get("fieldManager")
+        if manager is None:
+            manager = manager_from_user_agent(self.headers.get("User-Agent", ""))
+        if self.command in ("GET", "HEAD"):
             return self._send_json(200, api.get_scale(rtype, namespace, name))
         if self.command == "PUT":
-            data = validation.decode_body(content_type, body) or {}
-            return self._send_json(200, api.set_scale(rtype, namespace, name, (data.get("spec") or {}).get("replicas")))
+            data = validation.decode_body(content_type, body)
+            if isinstance(data, dict) and (data.get("metadata") or {}).get("name") not in (None, "", name):
+                raise bad_request("the name of the object (%s) does not match the name on the URL (%s)"
+                                  % (data["metadata"]["name"], name))
+            return self._send_json(200, api.set_scale(rtype, namespace, name, data, manager, dry_run))
         if self.command == "PATCH":
-            from kubelab import patch as patching
-            data = validation.decode_body(content_type, body, allow_yaml=True) or {}
+            media = (content_type or "").split(";")[0].strip().lower()
+            kind = api_module.PATCH_TYPES.get(media)
+            if kind is None:
+                raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                               "accepted media types include: application/json-patch+json, "
+                               "application/merge-patch+json, application/apply-patch+yaml")
+            data = validation.decode_body(media, body, allow_yaml=kind == "apply")
             scale = api.get_scale(rtype, namespace, name)
-            merged = patching.json_merge_patch(scale, data) if isinstance(data, dict) else patching.json_patch(scale, data)
-            return self._send_json(200, api.set_scale(rtype, namespace, name, (merged.get("spec") or {}).get("replicas")))
+            if kind == "json":
+                if not isinstance(data, list):
+                    raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+                merged = patching.json_patch(scale, data)
+            elif not isinstance(data, dict):
+                raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
+            elif kind == "strategic":
+                merged = patching.strategic_merge_patch(scale, data)
+            else:
+                merged = patching.json_merge_patch(scale, data)
+            if not isinstance(merged, dict):
+                raise ApiError(422, "Invalid", "the patch produced a non-object result")
+            merged_meta = merged.setdefault("metadata", {}) if isinstance(merged.get("metadata"), dict) else {}
+            if merged_meta.get("resourceVersion") == scale["metadata"].get("resourceVersion"):
+                merged_meta["resourceVersion"] = ""  # unchanged: no precondition (the patcher's retry)
+            merged["metadata"] = merged_meta
+            return self._send_json(200, api.set_scale(rtype, namespace, name, merged, manager, dry_run))
         raise method_not_allowed()
 
     def _delete_collection(self, rtype, namespace, query, body) -> None:

@@ -9,18 +9,21 @@ from kubelab.controllers.disruption import DisruptionController
 from kubelab.controllers.dra import DeviceTaintEvictionController, DraDriverController, ResourceClaimController
 from kubelab.controllers.gc import GarbageCollector
 from kubelab.controllers.kubelet import KubeletController
-from kubelab.controllers.namespaces import NamespacesController
+from kubelab.controllers.namespaces import (KubernetesServiceController, NamespacesController, RootCACertPublisher,
+                                            ServiceAccountsController)
 from kubelab.controllers.operator import GpuOperatorController  # GPU part: operator, faults, metrics
 from kubelab.controllers.scheduler import SchedulerController
 from kubelab.controllers.sets import JobController, StatefulSetController
+from kubelab.controllers.taints import TaintEvictionController
 from kubelab.controllers.workloads import DeploymentController, ReplicaSetController
 from kubelab.faults import FaultController
 from kubelab.metrics import MetricsController
 
-CONTROLLERS = (NamespacesController, KubeletController, SchedulerController, DeploymentController,
+CONTROLLERS = (NamespacesController, KubernetesServiceController, ServiceAccountsController, RootCACertPublisher,
+               KubeletController, SchedulerController, DeploymentController,
                ReplicaSetController, DaemonSetController, StatefulSetController, JobController, DisruptionController,
                GarbageCollector, DraDriverController, ResourceClaimController, DeviceTaintEvictionController,
-               GpuOperatorController, FaultController, MetricsController)
+               TaintEvictionController, GpuOperatorController, FaultController, MetricsController)
 
 
 def install(lab) -> list:

@@ -203,20 +203,34 @@ def node_taints(node: dict) -> list:
     return taints
 
 
+def toleration_matches(tol: dict, taint: dict) -> bool:
+    """``v1.Toleration.ToleratesTaint``: an empty effect matches every effect, an empty key with Exists
+    every taint; Exists ignores the value, Equal (the default operator) compares it."""
+    if not isinstance(tol, dict):
+        return False
+    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+        return False
+    operator = tol.get("operator") or "Equal"
+    if not tol.get("key"):
+        return operator == "Exists"  # validation allows an empty key only with Exists
+    if tol.get("key") != taint.get("key"):
+        return False
+    return operator == "Exists" or (operator == "Equal" and (tol.get("value") or "") == (taint.get("value") or ""))
+
+
 def tolerates(tolerations: list, taint: dict) -> bool:
-    for tol in tolerations or []:
-        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-            continue
-        operator = tol.get("operator") or "Equal"
-        if not tol.get("key"):
-            if operator == "Exists":
-                return True
-            continue
-        if tol.get("key") != taint.get("key"):
-            continue
-        if operator == "Exists" or (tol.get("value") or "") == (taint.get("value") or ""):
-            return True
-    return False
+    return any(toleration_matches(tol, taint) for tol in tolerations or [])
+
+
+def matching_tolerations(taints: list, tolerations: list) -> tuple[bool, list]:
+    """``v1helper.GetMatchingTolerations``: (all taints tolerated, the first toleration matching each taint)."""
+    used = []
+    for taint in taints or []:
+        match = next((tol for tol in tolerations or [] if toleration_matches(tol, taint)), None)
+        if match is None:
+            return False, []
+        used.append(match)
+    return True, used
 
 
 def untolerated_taint(tolerations: list, node: dict) -> dict | None:

@@ -26,9 +26,10 @@ import copy
 
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (CONTROLLER_MANAGER, int_or_percent, meta, node_affinity_matches, node_ready,
-                                        owned_by, pod_active, pod_from_template, pod_ready, random_suffix, spec, stable_hash,
+                                        owned_by, pod_active, pod_ready, spec, stable_hash,
                                         status, terminating, untolerated_taint, write_status)
-from kubelab.controllers.workloads import available
+from kubelab.controllers.workloads import (available, create_allowed, create_refused, create_succeeded,
+                                           template_pod)
 from kubelab.errors import ApiError
 
 DAEMON_TOLERATIONS = [
@@ -116,13 +117,22 @@ class DaemonSetController(Controller):
             if name not in desired:
                 misscheduled += 1 if any(spec(p).get("nodeName") for p in pods) else 0
                 self._delete(pods)
+        refused = False
         for name in desired:
             pods = by_node.get(name) or []
             if not pods:
+                if refused or not create_allowed(self, ds):
+                    continue
                 labels = {"controller-revision-hash": revision, "pod-template-generation": str(generation)}
-                pod = pod_from_template(daemon_template(template, name), "%s-%s" % (meta(ds)["name"], random_suffix()),
-                                        namespace, ds, labels)
-                by_node[name] = [self.api.create(self.pods, namespace, pod, field_manager=CONTROLLER_MANAGER)]
+                try:
+                    by_node[name] = [self.api.create(self.pods, namespace,
+                                                     template_pod(daemon_template(template, name), ds, labels),
+                                                     field_manager=CONTROLLER_MANAGER)]
+                    create_succeeded(self, ds)
+                except ApiError as exc:
+                    if not create_refused(self, ds, exc):  # FailedCreate "Error creating: ...", retried later
+                        raise
+                    refused = True
             elif len(pods) > 1:
                 self._delete(sorted(pods, key=pod_ready)[:-1])
                 by_node[name] = [sorted(pods, key=pod_ready)[-1]]

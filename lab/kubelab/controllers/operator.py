@@ -165,6 +165,7 @@ class GpuOperatorController(Controller):
         for kind, name, component in operands:
             if not enabled(cr, component):
                 continue
+            self._service_account(name, cr, namespace)
             current = self._apply(kind, operand(kind, name, component, cr, namespace))
             ready, why = operand_ready(current)
             if not ready:
@@ -184,6 +185,21 @@ class GpuOperatorController(Controller):
         self._status(rtype, cr, True, "Reconciled", "", namespace)
         if cr.get("kind") == "GPUCluster":
             self._device_classes(cr)
+
+    def _service_account(self, name: str, cr: dict, namespace: str) -> None:
+        """The operand's ServiceAccount (the operator's state manifests ship one per operand), owned by the CR."""
+        rtype = self.rtype("", "v1", "serviceaccounts")
+        if self.store.get_or_none(rtype, namespace, name) is not None:
+            return
+        try:
+            self.api.create(rtype, namespace, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                               "metadata": {"name": name, "namespace": namespace,
+                                                            "labels": {"app": name},
+                                                            "ownerReferences": [owner_reference(cr)]}},
+                            field_manager=MANAGER)
+        except ApiError as exc:
+            if exc.code != 409:
+                raise
 
     def _knob(self, key: str) -> float:
         try:

@@ -26,9 +26,10 @@ import copy
 
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (CONTROLLER_MANAGER, meta, owned_by, pod_active, pod_from_template, pod_ready,
-                                        random_suffix, set_condition, spec, stable_hash, status, terminating,
+                                        set_condition, spec, stable_hash, status, terminating,
                                         write_status)
-from kubelab.controllers.workloads import available
+from kubelab.controllers.workloads import (available, create_allowed, create_refused, create_succeeded,
+                                           template_pod)
 from kubelab.errors import ApiError
 from kubelab.store import now
 
@@ -130,10 +131,16 @@ class StatefulSetController(_OwnerLoop):
         pod["spec"]["hostname"] = name
         if spec(sts).get("serviceName"):
             pod["spec"]["subdomain"] = spec(sts)["serviceName"]
+        if not create_allowed(self, sts):
+            return
         try:
             self.api.create(self.pods, meta(sts)["namespace"], pod, field_manager=CONTROLLER_MANAGER)
+            create_succeeded(self, sts)
         except ApiError as exc:
-            if exc.code != 409:  # the previous pod of that name is still terminating
+            # 409: the previous pod of that name is still terminating; 403/422: refused, as
+            # StatefulPodControl.recordPodEvent reports it, retried after a backoff.
+            if exc.code != 409 and not create_refused(self, sts, exc, "create Pod %s in StatefulSet %s failed error: %s"
+                                                      % (name, meta(sts)["name"], exc.message)):
                 raise
 
     def _status(self, sts: dict, active: list, revision: str, replicas: int) -> None:
@@ -169,14 +176,21 @@ class JobController(_OwnerLoop):
         active = [p for p in pods if pod_active(p)]
         complete = succeeded >= completions
         wanted = 0 if complete or job_spec.get("suspend") else min(parallelism, completions - succeeded)
-        if len(active) < wanted:
+        if len(active) < wanted and create_allowed(self, job):
             uid = meta(job)["uid"]
             labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": meta(job)["name"],
                       "controller-uid": uid, "job-name": meta(job)["name"]}
             for _count in range(wanted - len(active)):
-                pod = pod_from_template(job_spec.get("template") or {}, "%s-%s" % (meta(job)["name"], random_suffix()),
-                                        meta(job)["namespace"], job, labels)
-                active.append(self.api.create(self.pods, meta(job)["namespace"], pod, field_manager=CONTROLLER_MANAGER))
+                try:
+                    active.append(self.api.create(self.pods, meta(job)["namespace"],
+                                                  template_pod(job_spec.get("template") or {}, job, labels),
+                                                  field_manager=CONTROLLER_MANAGER))
+                except ApiError as exc:
+                    if not create_refused(self, job, exc):  # FailedCreate "Error creating: ...", retried later
+                        raise
+                    break
+            else:
+                create_succeeded(self, job)
         elif len(active) > wanted:
             for pod in active[wanted:]:
                 self._delete(pod)

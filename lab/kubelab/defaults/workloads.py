@@ -213,8 +213,8 @@ def _generate_selector(obj: dict, spec: dict) -> None:
     tmeta = _child(template, "metadata") if template is not None else None
     labels = _child(tmeta, "labels") if tmeta is not None else None
     selector = _child(spec, "selector")
-    if labels is None or selector is None or not uid:
-        return
+    if labels is None or selector is None or not uid or not name:
+        return      # a generateName Job: Api.create defaults it again once it is named
     for key in JOB_NAME_LABELS:
         labels.setdefault(key, name or "")
     for key in CONTROLLER_UID_LABELS:

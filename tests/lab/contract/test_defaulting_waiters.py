@@ -159,8 +159,8 @@ PLAYBOOK = textwrap.dedent("""\
 def kubectl(lab, *args, stdin: str | None = None, timeout: int = 120) -> str:
     proc = subprocess.run([KUBECTL, *args], env=lab.env(), input=stdin, capture_output=True, text=True,
                           timeout=timeout, check=False)
-    assert proc.returncode == 0, "kubectl %s failed (%d): %s %s" % (" ".join(args), proc.returncode, proc.stdout,
-                                                                     proc.stderr)
+    assert proc.returncode == 0, "kubectl %s failed (%d): %s %s" % (
+        " ".join(args), proc.returncode, proc.stdout, proc.stderr)
     return proc.stdout
 
 

@@ -133,8 +133,8 @@ def test_job_defaults_and_selector():
     assert job["metadata"]["labels"] == generated
 
     parallel = {"metadata": {"name": "p", "uid": "u", "labels": {"team": "a"}},
-                "spec": {"parallelism": 3, "backoffLimitPerIndex": 1, "podFailurePolicy": {"rules": [
-                    {"action": "FailJob", "onPodConditions": [{"type": "ConfigIssue"}]}]},
+                "spec": {"parallelism": 3, "backoffLimitPerIndex": 1,
+                         "podFailurePolicy": {"rules": [{"action": "FailJob", "onPodConditions": [{"type": "ConfigIssue"}]}]},
                          "template": {"metadata": {"labels": {"app": "x"}}}}}
     workloads.job(parallel)
     spec = parallel["spec"]

@@ -17,13 +17,17 @@ from kubelab.patch import (
     PatchApplyError,
     apply_patch,
     check_resource_version,
+    field_path_string,
     fields_v1,
     fields_v1_paths,
     json_equal,
     json_merge_patch,
     json_patch,
     manager_from_user_agent,
+    manager_identifier,
     merge_patch_object,
+    parse_bool_param,
+    print_manager,
     strategic_merge_patch,
     update_managed_fields,
     validate_patch_options,
@@ -599,3 +603,233 @@ def test_fields_v1_round_trip_and_json_equal():
     assert json_equal({"a": [1, 2.0]}, {"a": [1.0, 2]})
     assert not json_equal(True, 1)
     assert not json_equal({"a": None}, {})
+
+
+# ----------------------------------------------------------------------------------------------
+# server-side apply conflicts (structured-merge-diff merge.Updater, apiserver internal/conflict.go)
+
+def _helm_deployment():
+    """A Deployment Helm created with a plain create (field manager ``helm``, operation Update)."""
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "web", "namespace": "demo", "labels": {"app": "web"}},
+                  "spec": {"replicas": 2, "template": {"spec": {"containers": [
+                      {"name": "nginx", "image": "nginx:1.25"}, {"name": "sidecar", "image": "busybox:1"}]}}}}
+    return update_managed_fields(deployment, "helm", old=None, now=T0)
+
+
+def _apply_config(**spec):
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "demo"},
+            "spec": spec}
+
+
+def _conflict(live, config, manager="dra-gate"):
+    with pytest.raises(ApiError) as caught:
+        apply_patch(live, config, manager, now=T1)
+    return caught.value
+
+
+def test_apply_conflict_single_update_manager():
+    live = _helm_deployment()
+    error = _conflict(live, _apply_config(replicas=3))
+    assert (error.code, error.reason) == (409, "Conflict")
+    assert error.message == 'Apply failed with 1 conflict: conflict with "helm" using apps/v1: .spec.replicas'
+    assert error.status()["details"] == {"causes": [{
+        "reason": "FieldManagerConflict", "message": 'conflict with "helm" using apps/v1', "field": ".spec.replicas"}]}
+    assert live == _helm_deployment()       # nothing changed
+
+
+def test_apply_same_value_is_shared_ownership():
+    live = _helm_deployment()
+    shared = apply_patch(live, _apply_config(replicas=2), "dra-gate", now=T1)
+    assert shared["spec"] == live["spec"]
+    assert _entry(shared, "helm", "Update") == _entry(live, "helm", "Update")
+    assert _entry(shared, "dra-gate", "Apply")["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    # the applier's own fields never conflict with itself
+    mine = apply_patch(shared, _apply_config(replicas=2, paused=True), "dra-gate", now=T1)
+    again = apply_patch(mine, _apply_config(replicas=2, paused=False), "dra-gate", now=T1)
+    assert again["spec"]["paused"] is False
+    # ... but a field both own does: the other manager still owns replicas
+    error = _conflict(again, _apply_config(replicas=5, paused=False))
+    assert error.message == 'Apply failed with 1 conflict: conflict with "helm" using apps/v1: .spec.replicas'
+
+
+def test_apply_conflict_keyed_list_paths_and_force_takeover():
+    live = _helm_deployment()
+    config = _apply_config(replicas=4, template={"spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}})
+    error = _conflict(live, config)
+    assert error.message == ('Apply failed with 2 conflicts: conflicts with "helm" using apps/v1:\n'
+                             '- .spec.replicas\n'
+                             '- .spec.template.spec.containers[name="nginx"].image')
+    assert [c["field"] for c in error.details["causes"]] == [
+        ".spec.replicas", '.spec.template.spec.containers[name="nginx"].image']
+    forced = apply_patch(live, config, "dra-gate", force=True, now=T1)
+    assert forced["spec"]["replicas"] == 4
+    assert forced["spec"]["template"]["spec"]["containers"] == [
+        {"name": "nginx", "image": "nginx:1.27"}, {"name": "sidecar", "image": "busybox:1"}]
+    helm = _entry(forced, "helm", "Update")
+    assert helm["time"] == T0
+    assert helm["fieldsV1"] == {
+        "f:metadata": {"f:labels": {"f:app": {}}},      # no "." for maps: no schemas in the lab
+        "f:spec": {"f:template": {"f:spec": {"f:containers": {
+            'k:{"name":"nginx"}': {".": {}, "f:name": {}},
+            'k:{"name":"sidecar"}': {".": {}, "f:image": {}, "f:name": {}}}}}}}
+    assert _entry(forced, "dra-gate", "Apply")["fieldsV1"] == {"f:spec": {"f:replicas": {}, "f:template": {"f:spec": {
+        "f:containers": {'k:{"name":"nginx"}': {".": {}, "f:image": {}, "f:name": {}}}}}}}
+    # the taken fields now belong to dra-gate: applying them again does not conflict
+    assert apply_patch(forced, config, "dra-gate", now=T1) == forced
+
+
+def test_apply_conflicts_with_several_managers_sorted():
+    live = _helm_deployment()
+    labelled = update_managed_fields(json_merge_patch(live, {"metadata": {"labels": {"tier": "front"}}}),
+                                     "kubectl-label", old=live, now=T1)
+    applied = apply_patch(labelled, {"apiVersion": "apps/v1", "kind": "Deployment",
+                                     "metadata": {"name": "web", "labels": {"owner": "a"}}}, "argo", now=T1)
+    config = {"apiVersion": "apps/v1", "kind": "Deployment",
+              "metadata": {"name": "web", "labels": {"app": "x", "tier": "back", "owner": "b"}},
+              "spec": {"replicas": 9}}
+    error = _conflict(applied, config)
+    assert error.message == ('Apply failed with 4 conflicts: conflicts with "argo":\n'
+                             '- .metadata.labels.owner\n'
+                             'conflicts with "helm" using apps/v1:\n'
+                             '- .metadata.labels.app\n'
+                             '- .spec.replicas\n'
+                             'conflicts with "kubectl-label" using apps/v1:\n'
+                             '- .metadata.labels.tier')
+    assert [(c["message"], c["field"]) for c in error.details["causes"]] == [
+        ('conflict with "argo"', ".metadata.labels.owner"),
+        ('conflict with "helm" using apps/v1', ".metadata.labels.app"),
+        ('conflict with "helm" using apps/v1', ".spec.replicas"),
+        ('conflict with "kubectl-label" using apps/v1', ".metadata.labels.tier")]
+    forced = apply_patch(applied, config, "dra-gate", force=True, now=T1)
+    assert _entry(forced, "argo", "Apply") is None           # emptied: dropped
+    assert _entry(forced, "kubectl-label", "Update") is None
+    assert forced["metadata"]["labels"] == {"app": "x", "tier": "back", "owner": "b"}
+
+
+def test_apply_conflict_with_a_subresource_entry_and_own_update_entry():
+    live = apply_patch(None, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                              "data": {"a": "1"}}, "ctl", now=T0)
+    live["metadata"]["managedFields"].append({"manager": "ctl", "operation": "Update", "apiVersion": "v1",
+                                              "time": T0, "fieldsType": "FieldsV1", "subresource": "status",
+                                              "fieldsV1": {"f:data": {"f:b": {}}}})
+    live["data"]["b"] = "2"
+    error = _conflict(live, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                             "data": {"a": "1", "b": "3"}}, manager="ctl")
+    assert error.message == ('Apply failed with 1 conflict: conflict with "ctl" with subresource "status" '
+                             'using v1: .data.b')
+
+
+def test_apply_conflict_set_items_and_added_fields():
+    live = update_managed_fields({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "finalizers": ["a"]},
+                                  "spec": {"tolerations": [{"key": "x"}]}}, "kubelet", old=None, now=T0)
+    # an atomic list is one leaf; a set item the same on both sides is shared
+    error = _conflict(live, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "finalizers": ["a"]},
+                             "spec": {"tolerations": [{"key": "y"}]}})
+    assert error.message == 'Apply failed with 1 conflict: conflict with "kubelet" using v1: .spec.tolerations'
+    removed = copy.deepcopy(live)
+    removed["metadata"]["managedFields"][0]["fieldsV1"]["f:metadata"]["f:finalizers"]['v:"b"'] = {}
+    error = _conflict(removed, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "finalizers": ["b"]}})
+    assert error.message == 'Apply failed with 1 conflict: conflict with "kubelet" using v1: .metadata.finalizers[="b"]'
+
+
+def test_apply_before_first_apply():
+    """A live object without managedFields: its fields belong to ``before-first-apply``."""
+    live = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "resourceVersion": "3"},
+            "data": {"a": "1", "b": "2"}}
+    error = _conflict(live, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "9"}})
+    assert error.message == 'Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.a'
+    forced = apply_patch(live, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                                "data": {"a": "9"}}, "dra-gate", force=True, now=T1)
+    assert _entry(forced, "before-first-apply", "Update") == {
+        "manager": "before-first-apply", "operation": "Update", "apiVersion": "v1", "time": T1,
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:b": {}}}}
+
+
+def test_apply_crd_versions_conflict_with_helm():
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "clusterpolicies.nvidia.com"},
+           "spec": {"group": "nvidia.com", "scope": "Cluster",
+                    "names": {"kind": "ClusterPolicy", "plural": "clusterpolicies"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                      "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}]}}
+    live = update_managed_fields(copy.deepcopy(crd), "helm", old=None, now=T0)
+    changed = copy.deepcopy(crd)
+    changed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["description"] = "new"
+    changed["spec"]["versions"][0]["served"] = False
+    error = _conflict(live, changed)
+    assert error.message == ('Apply failed with 1 conflict: conflict with "helm" using apiextensions.k8s.io/v1: '
+                             '.spec.versions[name="v1"].served')
+    # a field helm never set (description) is added without conflict, helm's served is the conflict
+    changed["spec"]["versions"][0]["served"] = True
+    changed["spec"]["versions"].append({"name": "v2", "served": True, "storage": False})
+    shared = apply_patch(live, changed, "dra-gate", now=T1)
+    assert [v["name"] for v in shared["spec"]["versions"]] == ["v1", "v2"]
+    assert _entry(shared, "helm", "Update") == _entry(live, "helm", "Update")
+
+
+def test_apply_kubectl_last_applied_conflicts_are_allowed():
+    """lastAppliedManager: ``kubectl`` may take fields the client-side annotation still matches."""
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+    live = copy.deepcopy(config)
+    live["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": json.dumps(config)}
+    live = update_managed_fields(live, "kubectl-client-side-apply", old=None, now=T0)
+    changed = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "2"}}
+    applied = apply_patch(live, changed, "kubectl", now=T1)
+    assert applied["data"] == {"a": "2"}
+    assert _entry(applied, "kubectl-client-side-apply", "Update")["fieldsV1"] == {"f:metadata": {"f:annotations": {
+        "f:kubectl.kubernetes.io/last-applied-configuration": {}}}}
+    # another manager name gets the conflict
+    assert _conflict(live, changed, manager="other").message == (
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .data.a')
+    # a value changed since the annotation was written is not allowed
+    drifted = update_managed_fields(json_merge_patch(live, {"data": {"a": "5"}}), "kubectl-edit", old=live, now=T0)
+    assert _conflict(drifted, changed, manager="kubectl").message == (
+        'Apply failed with 1 conflict: conflict with "kubectl-edit" using v1: .data.a')
+
+
+def test_conflict_message_forms():
+    assert print_manager({"manager": "helm", "operation": "Update", "apiVersion": "v1"}) == '"helm" using v1'
+    assert print_manager({"manager": "helm", "operation": "Update", "apiVersion": "v1", "time": T0}) == \
+        '"helm" using v1 at 2026-11-30T08:00:00Z'
+    assert print_manager({"manager": "k", "operation": "Apply", "subresource": "status"}) == \
+        '"k" with subresource "status"'
+    assert manager_identifier({"manager": "k", "operation": "Apply", "apiVersion": "v1", "time": T0}) == \
+        '{"manager":"k","operation":"Apply"}'
+    assert field_path_string(("f:spec", "f:ports", 'k:{"port":80,"protocol":"TCP"}', "f:name")) == \
+        '.spec.ports[port=80,protocol="TCP"].name'
+    assert field_path_string(("f:metadata", "f:finalizers", 'v:"a\\"b"')) == '.metadata.finalizers[="a\\"b"]'
+    assert field_path_string(("f:metadata", "f:labels", "f:app.kubernetes.io/name")) == \
+        ".metadata.labels.app.kubernetes.io/name"
+    assert [parse_bool_param(v) for v in (None, "", "true", "True", "1", "false", "False", "0", True, False)] == [
+        False, True, True, True, True, False, False, False, True, False]
+
+
+def test_apply_status_ownership():
+    """The main resource ignores status (reset fields); an apply to ``/status`` meets status owners."""
+    live = _helm_deployment()
+    live["status"] = {"replicas": 2}
+    live["metadata"]["managedFields"].append({
+        "manager": "kube-controller-manager", "operation": "Update", "apiVersion": "apps/v1", "time": T0,
+        "fieldsType": "FieldsV1", "subresource": "status", "fieldsV1": {"f:status": {"f:replicas": {}}}})
+    config = _apply_config(replicas=2)
+    config["status"] = {"replicas": 7}
+    main = apply_patch(live, config, "dra-gate", reset_fields=("status",), now=T1)
+    assert main["status"] == {"replicas": 2}
+    assert _entry(main, "dra-gate", "Apply")["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    config["spec"]["replicas"] = 9          # ignored by a status apply: no conflict with helm
+    error = _conflict_status(live, config)
+    assert error.message == ('Apply failed with 1 conflict: conflict with "kube-controller-manager" with subresource '
+                             '"status" using apps/v1: .status.replicas')
+    forced = apply_patch(live, config, "dra-gate", force=True, subresource="status", now=T1)
+    assert (forced["spec"]["replicas"], forced["status"]) == (2, {"replicas": 7})
+    entry = [e for e in forced["metadata"]["managedFields"] if e["manager"] == "dra-gate"][0]
+    assert (entry["subresource"], entry["fieldsV1"]) == ("status", {"f:status": {"f:replicas": {}}})
+    assert _entry(forced, "kube-controller-manager", "Update") is None
+
+
+def _conflict_status(live, config):
+    with pytest.raises(ApiError) as caught:
+        apply_patch(live, config, "dra-gate", subresource="status", now=T1)
+    return caught.value

@@ -180,7 +180,9 @@ class Api:
             existing, _revision = self.store.list(rtype)
             core_defaults.service_allocate(obj, existing)
 
-    def _crd_status(self, crd: dict) -> None:
+    def _crd_status(self, crd: dict, previous: dict | None = None) -> None:
+        """The apiextensions controllers' status: names accepted, Established. A condition whose
+        status does not change keeps its ``lastTransitionTime`` (so a no-op write stays a no-op)."""
         spec = crd.get("spec") or {}
         names = dict(spec.get("names") or {})
         names.setdefault("singular", (names.get("kind") or "").lower())
@@ -196,6 +198,12 @@ class Api:
                  "message": "the initial names have been accepted", "lastTransitionTime": stamp},
             ],
         }
+        before = {c.get("type"): c for c in ((previous or {}).get("status") or {}).get("conditions") or []
+                  if isinstance(c, dict)}
+        for cond in crd["status"]["conditions"]:
+            old_cond = before.get(cond["type"])
+            if old_cond and old_cond.get("status") == cond["status"] and old_cond.get("lastTransitionTime"):
+                cond["lastTransitionTime"] = old_cond["lastTransitionTime"]
 
     # -- update ---------------------------------------------------------------------------------
 
@@ -241,7 +249,7 @@ class Api:
 
     def _write(self, rtype, obj: dict, expected: str | None, dry_run: bool, subresource: str = "") -> dict:
         if rtype is self.crd_type:
-            self._crd_status(obj)
+            self._crd_status(obj, self.store.get_or_none(rtype, None, obj["metadata"]["name"]))
         if rtype is self.ns_type and subresource != "status":
             current = self.store.get_or_none(rtype, None, obj["metadata"]["name"])
             if current:

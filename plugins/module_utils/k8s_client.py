@@ -119,10 +119,13 @@ class K8sApiError(Exception):
     """A call failed: ``call`` (``GET /api/v1/nodes``), ``status`` (the last HTTP code, None for a
     transport error), ``reason``; ``attempts`` (how many were made), ``elapsed`` (seconds),
     ``deadline`` (set when the request stopped at its total deadline), ``forbidden`` (a 403) and
-    ``what`` (the verb and resource, ``list secrets in namespace "gpu-operator"``)."""
+    ``what`` (the verb and resource, ``list secrets in namespace "gpu-operator"``) and ``status_doc``
+    (the server's decoded ``Status`` body when it sent one, e.g. a 409's ``details.causes``; else None)."""
 
-    def __init__(self, call, status, reason, attempts=1, elapsed=None, deadline=None, what=None, gave_up=None):
+    def __init__(self, call, status, reason, attempts=1, elapsed=None, deadline=None, what=None, gave_up=None,
+                 status_doc=None):
         self.call = call
+        self.status_doc = status_doc
         self.status = status
         self.reason = reason
         self.attempts = attempts
@@ -441,11 +444,11 @@ class K8sReader:
         self.calls = 0
         self.retries = 0
 
-    def _send(self, method, path, query, body, timeout):
+    def _send(self, method, path, query, body, timeout, content_type=None):
         """One attempt: (status, data, headers); transport errors propagate."""
         headers = {"Accept": "application/json"}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type or "application/json"
         client = self.api_client
         if hasattr(client, "param_serialize"):  # kubernetes >= 35 (openapi-generator 7 transport)
             extra = {"body": body} if body is not None else {}
@@ -465,8 +468,12 @@ class K8sReader:
             return exc.status, exc.body, getattr(exc, "headers", None)
         return response.status, response.data, getattr(response, "headers", None)
 
-    def request(self, method, path, query=None, body=None):
-        """One request with the retry policy; the decoded JSON of a 2xx answer, else K8sApiError."""
+    def request(self, method, path, query=None, body=None, content_type=None):
+        """One request with the retry policy; the decoded JSON of a 2xx answer, else K8sApiError.
+
+        ``content_type`` is the body's media type (default ``application/json``): a patch names its
+        flavour, e.g. ``application/apply-patch+yaml`` for server-side apply, with ``body`` a JSON
+        string (JSON is YAML; a string body is sent as is by every client version)."""
         method = method.upper()
         call = _call_name(path, query, method)
         policy = self.policy
@@ -480,7 +487,8 @@ class K8sReader:
             remaining = started + policy.deadline - policy.clock()
             status, data, headers, failure = None, None, None, None
             try:
-                status, data, headers = self._send(method, path, query, body, max(min(self.timeout, remaining), 0.001))
+                status, data, headers = self._send(method, path, query, body, max(min(self.timeout, remaining), 0.001),
+                                                   content_type)
             except ApiException as exc:  # TLS and request-building errors (status 0): not retried
                 raise K8sApiError(call, exc.status or None, _status_message(exc.body) or exc.reason, attempts=attempts,
                                   elapsed=policy.clock() - started)
@@ -494,12 +502,14 @@ class K8sReader:
                     except ValueError as exc:
                         raise K8sApiError(call, status, "the response is not JSON: %s" % exc, attempts=attempts)
                 reason = _status_message(data) or "(no body)"
+            doc = _status_doc(data)[1] if status else None
             if not policy.retryable(method, status, failure):
-                raise K8sApiError(call, status, reason, attempts=attempts, elapsed=policy.clock() - started)
+                raise K8sApiError(call, status, reason, attempts=attempts, elapsed=policy.clock() - started,
+                                  status_doc=doc)
             delay, why = policy.wait(attempts, retry_after_seconds(headers, data) if status else None, started)
             if delay is None:
                 raise K8sApiError(call, status, reason, attempts=attempts, elapsed=policy.clock() - started,
-                                  deadline=policy.deadline, gave_up=why)
+                                  deadline=policy.deadline, gave_up=why, status_doc=doc)
             policy.sleep(delay)
 
     def get(self, path, query=None):

@@ -15,6 +15,13 @@ the outputs the collection reads.
 - :func:`manifest_images`: the container images of a manifest's workloads (PyYAML: controller only).
 - :func:`wait_args`: ``--wait`` (Helm 3, a boolean) or ``--wait=<watcher|legacy>`` (Helm 4).
 
+Write operations (argv lists, flags decided by the detected version; see the section "write
+operations" below and docs/design.md): :func:`upgrade_argv`, :func:`install_argv`,
+:func:`rollback_argv`, :func:`template_argv`, :func:`show_crds_argv`; ``upgrade``/``install -o json``
+-> :func:`parse_release` (a release summary: name, namespace, revision, status, chart, app_version,
+description). :class:`HelmBackend` is the method set both backends give (:class:`HelmCli` here,
+``helm_library.HelmLibrary``); ``helm_library.open_backend`` picks one.
+
 Connection settings go in argv only where they are not secret (``--kubeconfig``,
 ``--kube-context``, ``--namespace``); the API server, token and CA go through Helm's environment
 variables (``HELM_KUBEAPISERVER``, ``HELM_KUBETOKEN``, ``HELM_KUBECAFILE``,
@@ -34,9 +41,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import json
 import os
 import re
+import shutil
+import stat
+import tempfile
+
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import write_private
 
 GET_METADATA_MIN = (3, 13, 0)  # "Restore `helm get metadata` command" is in the v3.13.0 changelog
 DEFAULT_MAX_REVISIONS = 256  # helm history's own default (--max 256)
@@ -150,6 +163,255 @@ def get_notes_argv(helm, release, conn, revision):
 
 def get_metadata_argv(helm, release, conn, revision):
     return [helm, "get", "metadata", release] + list(conn) + ["--revision", str(revision), "-o", "json"]
+
+
+# -- write operations: upgrade, install, rollback, template, show crds -------------------------------
+
+DEFAULT_WRITE_TIMEOUT = 600  # seconds: helm's --timeout for upgrade/install/rollback (what --wait waits)
+COMMAND_GRACE_SECONDS = 60  # the runner kills helm this long after helm's own --timeout (helm ends first)
+DEFAULT_HISTORY_MAX = 10  # helm's own default (from HELM_MAX_HISTORY, which is cleared), passed explicitly
+DRY_RUN_SERVER_MIN = (3, 13, 0)  # Helm 3's upgrade/install --dry-run became client|server|none in v3.13.0
+SERVER_SIDE_CHOICES = ("auto", "true", "false")
+DRY_RUN_CHOICES = ("server", "client")
+WRITE_METHODS = ("upgrade", "install", "rollback")
+
+
+class HelmFlagError(ValueError):
+    """What was asked cannot be expressed with this Helm's flags (the message names flag and version)."""
+
+
+def chart_ref_kind(chart):
+    """``oci`` (``oci://...``), ``url`` (``https://.../x.tgz``), ``path`` (a local directory or
+    archive: absolute, ``./``-relative or existing) or ``repo`` (``repo/chart``, with ``--repo``)."""
+    text = str(chart or "")
+    if not text:
+        raise ValueError("a chart reference is required")
+    if text.startswith("oci://"):
+        return "oci"
+    if text.startswith(("https://", "http://")):
+        return "url"
+    if os.path.isabs(text) or text.startswith(("./", "../")) or text in (".", "..") or os.path.exists(text):
+        return "path"
+    return "repo"
+
+
+def duration(seconds):
+    """``600`` -> ``600s`` (Go's time.ParseDuration; Helm 3 and 4 take the same form)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise ValueError("timeout must be a positive number of seconds, got %r" % (seconds,))
+    return "%ds" % max(int(round(seconds)), 1)
+
+
+def _vtext(version):
+    return "%d.%d.%d" % tuple(version)
+
+
+def apply_args(version, server_side="auto", force_conflicts=False, install=False):
+    """How objects are applied. Helm 4: ``--server-side=<auto|true|false>`` always given explicitly
+    (upgrade and rollback: ``auto`` keeps the release's previous apply method, so a release Helm 3
+    installed stays on client-side apply; install: a boolean, ``auto`` means Helm 4's default
+    ``true``), ``--force-conflicts`` only when asked (server-side apply only; never with
+    ``--force-replace``, which is never passed). Helm 3 has only client-side apply: ``true`` or
+    ``force_conflicts`` is refused."""
+    if server_side not in SERVER_SIDE_CHOICES:
+        raise ValueError("server_side must be one of %s, got %r" % (", ".join(SERVER_SIDE_CHOICES), server_side))
+    if version[0] < 4:
+        if server_side == "true" or force_conflicts:
+            raise HelmFlagError("Helm %s has no server-side apply (--server-side/--force-conflicts are Helm 4 flags)"
+                                % _vtext(version))
+        return []
+    if force_conflicts and server_side == "false":
+        raise HelmFlagError("--force-conflicts applies to server-side apply only; server_side is false")
+    value = "true" if (install and server_side == "auto") else server_side
+    return ["--server-side=%s" % value] + (["--force-conflicts"] if force_conflicts else [])
+
+
+def dry_run_args(version, dry_run, command="upgrade"):
+    """``--dry-run=server`` (check mode: the API server admits and defaults, nothing is stored) or
+    ``--dry-run=client``. Helm 3 before 3.13 has only the boolean (client) ``--dry-run`` on
+    upgrade/install, and Helm 3's rollback only a boolean ``--dry-run`` (it simulates without
+    calling the API's dry-run): that is what it gets there."""
+    if dry_run is None:
+        return []
+    if dry_run not in DRY_RUN_CHOICES:
+        raise ValueError("dry_run must be server, client or None, got %r" % (dry_run,))
+    if version[0] >= 4:
+        return ["--dry-run=%s" % dry_run]
+    if command == "rollback":
+        return ["--dry-run"]
+    if tuple(version) >= DRY_RUN_SERVER_MIN:
+        return ["--dry-run=%s" % dry_run]
+    if dry_run == "client":
+        return ["--dry-run"]
+    raise HelmFlagError("helm %s --dry-run=server needs Helm >= %s (this is %s)" % (
+        command, _vtext(DRY_RUN_SERVER_MIN), _vtext(version)))
+
+
+def _chart_args(chart, chart_version, repo_url):
+    kind = chart_ref_kind(chart)
+    args = []
+    if chart_version and kind in ("repo", "oci"):
+        args += ["--version", str(chart_version)]
+    if repo_url:
+        if kind != "repo":
+            raise HelmFlagError("--repo applies to a chart name in a repository, not to a %s reference" % kind)
+        args += ["--repo", repo_url]
+    return args
+
+
+def _values_args(values_files):
+    args = []
+    for path in values_files or ():
+        args += ["--values", path]
+    return args
+
+
+def _history_args(history_max):
+    if history_max is None:
+        return []
+    if isinstance(history_max, bool) or not isinstance(history_max, int) or history_max < 0:
+        raise ValueError("history_max must be an integer >= 0 (0: no limit), got %r" % (history_max,))
+    return ["--history-max", str(history_max)]
+
+
+def _failure_args(version, rollback_on_failure):
+    if not rollback_on_failure:
+        return []
+    return ["--rollback-on-failure"] if version[0] >= 4 else ["--atomic"]
+
+
+def upgrade_argv(helm, version, release, chart, conn, values_files=(), chart_version=None, repo_url=None,
+                 wait="watcher", timeout=DEFAULT_WRITE_TIMEOUT, dry_run=None, description=None,
+                 history_max=DEFAULT_HISTORY_MAX, rollback_on_failure=False, server_side="auto",
+                 force_conflicts=False):
+    """``helm upgrade`` with the values given explicitly: ``--reset-values`` always (the chart's
+    defaults plus exactly ``values_files``; never ``--reuse-values``), ``--version`` for repository
+    and OCI references only (a local chart is pinned by its path and digest), the wait flag of this
+    Helm (:func:`wait_args`) and ``--timeout`` always (it bounds hooks too), the apply method
+    (:func:`apply_args`), ``--atomic``/``--rollback-on-failure`` only when asked (off: the rollback
+    is the collection's own), ``--history-max`` explicit, ``-o json`` (the release, parsed by
+    :func:`parse_release`)."""
+    return ([helm, "upgrade", release, chart] + list(conn) + _values_args(values_files)
+            + _chart_args(chart, chart_version, repo_url) + ["--reset-values"]
+            + wait_args(version, wait) + ["--timeout", duration(timeout)]
+            + apply_args(version, server_side, force_conflicts) + _failure_args(version, rollback_on_failure)
+            + _history_args(history_max) + (["--description", description] if description else [])
+            + dry_run_args(version, dry_run, "upgrade") + ["-o", "json"])
+
+
+def install_argv(helm, version, release, chart, conn, values_files=(), chart_version=None, repo_url=None,
+                 wait="watcher", timeout=DEFAULT_WRITE_TIMEOUT, dry_run=None, description=None,
+                 create_namespace=False, rollback_on_failure=False, server_side="auto", force_conflicts=False):
+    """``helm install`` (a rollback whose recorded revision is gone reinstalls the recorded chart
+    and values), with the same rules as :func:`upgrade_argv`."""
+    return ([helm, "install", release, chart] + list(conn) + _values_args(values_files)
+            + _chart_args(chart, chart_version, repo_url)
+            + wait_args(version, wait) + ["--timeout", duration(timeout)]
+            + apply_args(version, server_side, force_conflicts, install=True)
+            + _failure_args(version, rollback_on_failure) + (["--create-namespace"] if create_namespace else [])
+            + (["--description", description] if description else [])
+            + dry_run_args(version, dry_run, "install") + ["-o", "json"])
+
+
+def rollback_argv(helm, version, release, revision, conn, wait="watcher", timeout=DEFAULT_WRITE_TIMEOUT, dry_run=None,
+                  history_max=DEFAULT_HISTORY_MAX, server_side="auto", force_conflicts=False):
+    """``helm rollback RELEASE REVISION`` to a recorded revision (never ``0``, "the previous one")."""
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
+        raise ValueError("revision must be a recorded revision (an integer >= 1), got %r" % (revision,))
+    return ([helm, "rollback", release, str(revision)] + list(conn)
+            + wait_args(version, wait) + ["--timeout", duration(timeout)]
+            + apply_args(version, server_side, force_conflicts) + _history_args(history_max)
+            + dry_run_args(version, dry_run, "rollback"))
+
+
+def template_argv(helm, version, release, chart, conn, values_files=(), chart_version=None, repo_url=None,
+                  include_crds=False, is_upgrade=True):
+    """``helm template`` (client-side rendering: no cluster is contacted, ``lookup`` finds nothing)."""
+    del version  # the same flags in Helm 3 and 4
+    return ([helm, "template", release, chart] + list(conn) + _values_args(values_files)
+            + _chart_args(chart, chart_version, repo_url)
+            + (["--include-crds"] if include_crds else []) + (["--is-upgrade"] if is_upgrade else []))
+
+
+def show_crds_argv(helm, chart, chart_version=None, repo_url=None):
+    """``helm show crds CHART``: the files of the chart's ``crds/`` (and its subcharts')."""
+    return [helm, "show", "crds", chart] + _chart_args(chart, chart_version, repo_url)
+
+
+def release_summary(name, namespace, revision, status, chart_name, chart_version, app_version, description,
+                    dry_run=False):
+    """The shape every write operation returns, for both backends."""
+    return {
+        "name": name,
+        "namespace": namespace,
+        "revision": revision,
+        "status": status,
+        "chart": "%s-%s" % (chart_name, chart_version) if chart_name else None,
+        "chart_name": chart_name,
+        "chart_version": chart_version,
+        "app_version": app_version,
+        "description": description,
+        "dry_run": bool(dry_run),
+    }
+
+
+def summary_from_history(entry, name, namespace, dry_run=False):
+    """A release summary from a (normalized) history entry: the newest after a rollback."""
+    return release_summary(name, namespace, entry.get("revision"), entry.get("status"), entry.get("chart_name"),
+                           entry.get("chart_version"), entry.get("app_version"), entry.get("description"),
+                           dry_run=dry_run)
+
+
+def parse_release(stdout, what="helm upgrade", dry_run=False):
+    """``helm upgrade|install -o json`` (the stored ``Release``: ``name``, ``namespace``,
+    ``version``, ``info.status``/``description``, ``chart.metadata``) -> a release summary. The
+    release's ``config`` (values) and ``manifest`` are not kept."""
+    data = _json(what, stdout)
+    if not isinstance(data, dict) or not isinstance(data.get("version"), int) or not isinstance(data.get("info"), dict):
+        raise HelmOutputError(what, "expected a release object with an integer version and info")
+    info = data["info"]
+    metadata = (data.get("chart") or {}).get("metadata") or {}
+    if not info.get("status"):
+        raise HelmOutputError(what, "the release has no status")
+    return release_summary(data.get("name"), data.get("namespace"), data["version"], info["status"],
+                           metadata.get("name"), metadata.get("version"), metadata.get("appVersion"),
+                           info.get("description"), dry_run=dry_run)
+
+
+def _object_key(obj):
+    meta = obj.get("metadata") or {}
+    return (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def sorted_objects(objects):
+    """Objects in one order for both backends (kind, namespace, name): helm template prints them in
+    install order, the library by template file."""
+    return sorted(objects, key=_object_key)
+
+
+def parse_rendered(stdout):
+    """``helm template`` -> ``{"manifest": text, "objects": [...]}`` (objects sorted)."""
+    text = stdout or ""
+    return {"manifest": text, "objects": sorted_objects(manifest_objects(text))}
+
+
+def parse_crds(stdout):
+    """``helm show crds`` -> the objects of the chart's ``crds/`` (sorted)."""
+    return sorted_objects(manifest_objects(stdout or ""))
+
+
+def check_values_file(path):
+    """A values file the caller wrote must be private (no group or other bits): values hold secrets."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ValueError("values file %s: %s" % (path, exc.strerror))
+    if not stat.S_ISREG(mode):
+        raise ValueError("values file %s: not a regular file" % path)
+    if mode & 0o077:
+        raise ValueError("values file %s: mode %04o; values files must be 0600 (they can hold secrets)"
+                         % (path, stat.S_IMODE(mode)))
+    return path
 
 
 # -- parsers --------------------------------------------------------------------------------------
@@ -383,9 +645,26 @@ _TRANSIENT_RE = re.compile("|".join((
 _FORBIDDEN_RE = re.compile(r"\bis forbidden\b|\bForbidden\b")
 
 
+# Of those, the failures where the request was refused before any handler ran (the k8s client's
+# WRITE_RULE: 429, 503, a connection that could not be made): the only ones a write operation
+# (upgrade, install, rollback) is retried on.
+_WRITE_TRANSIENT_RE = re.compile("|".join((
+    r"the server is currently unable to handle the request",  # 503
+    r"the server has received too many requests",  # 429
+    r"connect: connection refused",
+)), re.IGNORECASE)
+
+
 def transient(text):
     """Whether a Helm error (stderr of the CLI, the library's message) is a transient API failure."""
     return bool(_TRANSIENT_RE.search(text or "")) and not forbidden(text)
+
+
+def write_transient(text):
+    """Whether a failed upgrade/install/rollback may be run again: refused before any change.
+    (Helm's upgrade is declarative, but a revision that failed half-applied is not retried blindly:
+    the scripted rollback decides.)"""
+    return bool(_WRITE_TRANSIENT_RE.search(text or "")) and not forbidden(text)
 
 
 def forbidden(text):
@@ -402,6 +681,16 @@ class HelmForbidden(Exception):
         self.error = error
 
 
+class HelmWriteForbidden(HelmForbidden):
+    """A write operation was refused by RBAC (creating or patching an object of the chart, or the
+    release's storage Secret)."""
+
+    def __init__(self, namespace, release, what, error):
+        HelmForbidden.__init__(self, namespace, release, error)
+        self.args = ("forbidden: helm %s of release %s/%s was refused by RBAC (%s)" % (what, namespace, release, error),)
+        self.what = what
+
+
 class HelmRetriesExhausted(Exception):
     """A transient failure lasted past the deadline."""
 
@@ -413,7 +702,11 @@ class HelmRetriesExhausted(Exception):
 
 class RetryingHelm:
     """A backend (HelmCli or HelmLibrary) whose calls are retried on transient failures within
-    ``policy`` (a :class:`~.k8s_client.RetryPolicy`); ``errors`` are the backend's failure types."""
+    ``policy`` (a :class:`~.k8s_client.RetryPolicy`); ``errors`` are the backend's failure types.
+
+    Reads (and render, render_crds) are retried on every :func:`transient` failure; the write
+    operations of :data:`WRITE_METHODS` only on :func:`write_transient` ones (refused before any
+    change). A forbidden write is :class:`HelmWriteForbidden`."""
 
     def __init__(self, backend, policy, errors, namespace, release):
         self.backend = backend
@@ -442,9 +735,12 @@ class RetryingHelm:
                 return func(*args, **kwargs)
             except self.errors as exc:  # pylint: disable=catching-non-exception
                 text = str(exc)
+                write = what in WRITE_METHODS
                 if forbidden(text):
+                    if write:
+                        raise HelmWriteForbidden(self.namespace, self.release, what, text)
                     raise HelmForbidden(self.namespace, self.release, text)
-                if not transient(text):
+                if not (write_transient(text) if write else transient(text)):
                     raise
                 delay, why = policy.wait(attempts, None, started)
                 if delay is None:
@@ -454,29 +750,131 @@ class RetryingHelm:
                 policy.sleep(delay)
 
 
+# -- the one interface ---------------------------------------------------------------------------
+
+
+class HelmBackend:
+    """The method set both backends give, in the same shapes (:class:`HelmCli`,
+    ``helm_library.HelmLibrary``); ``helm_library.open_backend`` picks one.
+
+    Reads: ``history``, ``get_values``, ``get_manifest``, ``get_notes``, ``get_metadata``.
+    Writes, each returning a release summary (:func:`release_summary`: ``name``, ``namespace``,
+    ``revision``, ``status``, ``chart``, ``chart_name``, ``chart_version``, ``app_version``,
+    ``description``, ``dry_run``): ``upgrade``, ``install``, ``rollback``. With ``dry_run`` nothing
+    is stored: upgrade/install give the release as it would be (Helm's ``pending-*`` status,
+    description ``Dry run complete``), rollback the release as it stands. Rendering (nothing
+    applied): ``render`` (``{"manifest", "objects"}``) and ``render_crds`` (the objects of the
+    chart's ``crds/``), objects sorted by kind, namespace, name.
+
+    ``values`` is a dict (the merged values of ``helm_values.plan``), ``values_files`` files the
+    caller wrote 0600, applied before it. Timeouts are seconds; ``wait`` is ``watcher``, ``legacy``
+    or ``hookOnly`` (:func:`wait_args`).
+    """
+
+    kind = None
+    write_methods = WRITE_METHODS
+
+    def version_text(self):
+        raise NotImplementedError
+
+    def close(self):
+        """Release what the backend holds (the library's handle); the CLI holds nothing."""
+
+    def history(self, release, max_revisions=DEFAULT_MAX_REVISIONS):
+        raise NotImplementedError
+
+    def get_values(self, release, revision, all_values=False):
+        raise NotImplementedError
+
+    def get_manifest(self, release, revision):
+        raise NotImplementedError
+
+    def get_notes(self, release, revision):
+        raise NotImplementedError
+
+    def get_metadata(self, release, revision):
+        raise NotImplementedError
+
+    def upgrade(self, release, chart, values=None, values_files=(), chart_version=None, repo_url=None, wait="watcher",
+                timeout=DEFAULT_WRITE_TIMEOUT, dry_run=None, description=None, history_max=DEFAULT_HISTORY_MAX,
+                rollback_on_failure=False, server_side="auto", force_conflicts=False):
+        raise NotImplementedError
+
+    def install(self, release, chart, values=None, values_files=(), chart_version=None, repo_url=None, wait="watcher",
+                timeout=DEFAULT_WRITE_TIMEOUT, dry_run=None, description=None, create_namespace=False,
+                rollback_on_failure=False, server_side="auto", force_conflicts=False):
+        raise NotImplementedError
+
+    def rollback(self, release, revision, wait="watcher", timeout=DEFAULT_WRITE_TIMEOUT, dry_run=None,
+                 history_max=DEFAULT_HISTORY_MAX, server_side="auto", force_conflicts=False):
+        raise NotImplementedError
+
+    def render(self, release, chart, values=None, values_files=(), chart_version=None, repo_url=None,
+               include_crds=False, is_upgrade=True):
+        raise NotImplementedError
+
+    def render_crds(self, chart, chart_version=None, repo_url=None):
+        raise NotImplementedError
+
+
 # -- the runner -----------------------------------------------------------------------------------
 
 
-class HelmCli:
+class HelmCli(HelmBackend):
     """Runs helm through ``run(argv, environ_update) -> (rc, stdout, stderr)`` (a
     :class:`~.command_runner.Runner`: a deadline per command, ``CommandTimedOut`` past it).
 
     ``version`` is read once (:meth:`detect_version`) and gates the flags.
     """
 
-    def __init__(self, run, helm="helm", namespace="default", kubeconfig=None, context=None, env=None):
+    kind = "cli"
+
+    def __init__(self, run, helm="helm", namespace="default", kubeconfig=None, context=None, env=None, work_dir=None):
         self._run = run
         self.helm = helm
+        self.namespace = namespace
         self.conn = connection_args(namespace, kubeconfig, context)
         self.env = dict(env or {})
         self.env.setdefault("LC_ALL", "C")
         self.version = None
+        self.work_dir = work_dir
 
-    def _call(self, argv):
-        rc, stdout, stderr = self._run(argv, self.env)
+    def _call(self, argv, timeout=None):
+        """Run argv; ``timeout`` (seconds) replaces the runner's default deadline (write operations:
+        helm's ``--timeout`` plus :data:`COMMAND_GRACE_SECONDS`)."""
+        if timeout is None:
+            rc, stdout, stderr = self._run(argv, self.env)
+        else:
+            rc, stdout, stderr = self._run(argv, self.env, timeout=timeout)
         if rc != 0:
             raise HelmCommandError(argv, rc, stderr)
         return stdout
+
+    def _version(self):
+        if self.version is None:
+            self.detect_version()
+        return self.version
+
+    def version_text(self):
+        return "v%s" % _vtext(self._version())
+
+    @contextlib.contextmanager
+    def _values_files(self, values, values_files):
+        """The caller's files (checked private) and ``values`` written to a 0600 file in a new 0700
+        directory (under ``work_dir``), removed afterwards."""
+        files = [check_values_file(path) for path in values_files or ()]
+        if values is None:
+            yield files
+            return
+        if not isinstance(values, dict):
+            raise ValueError("values must be a dict, got %s" % type(values).__name__)
+        directory = tempfile.mkdtemp(prefix="helm-values-", dir=self.work_dir)
+        try:
+            path = os.path.join(directory, "values.json")  # JSON is YAML: helm -f reads it as it is
+            write_private(path, json.dumps(values, sort_keys=True, indent=1) + "\n")
+            yield files + [path]
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
 
     def detect_version(self):
         self.version = parse_version(self._call(version_argv(self.helm)))
@@ -503,3 +901,53 @@ class HelmCli:
         if not supports_get_metadata(self.version):
             return None
         return parse_metadata(self._call(get_metadata_argv(self.helm, release, self.conn, revision)))
+
+    # -- writes and rendering ------------------------------------------------------------------------
+
+    def upgrade(self, release, chart, values=None, values_files=(), chart_version=None, repo_url=None, wait="watcher",
+                timeout=DEFAULT_WRITE_TIMEOUT, dry_run=None, description=None, history_max=DEFAULT_HISTORY_MAX,
+                rollback_on_failure=False, server_side="auto", force_conflicts=False):
+        version = self._version()
+        with self._values_files(values, values_files) as files:
+            argv = upgrade_argv(self.helm, version, release, chart, self.conn, files, chart_version=chart_version,
+                                repo_url=repo_url, wait=wait, timeout=timeout, dry_run=dry_run, description=description,
+                                history_max=history_max, rollback_on_failure=rollback_on_failure,
+                                server_side=server_side, force_conflicts=force_conflicts)
+            stdout = self._call(argv, timeout=timeout + COMMAND_GRACE_SECONDS)
+        return parse_release(stdout, "helm upgrade", dry_run=dry_run is not None)
+
+    def install(self, release, chart, values=None, values_files=(), chart_version=None, repo_url=None, wait="watcher",
+                timeout=DEFAULT_WRITE_TIMEOUT, dry_run=None, description=None, create_namespace=False,
+                rollback_on_failure=False, server_side="auto", force_conflicts=False):
+        version = self._version()
+        with self._values_files(values, values_files) as files:
+            argv = install_argv(self.helm, version, release, chart, self.conn, files, chart_version=chart_version,
+                                repo_url=repo_url, wait=wait, timeout=timeout, dry_run=dry_run, description=description,
+                                create_namespace=create_namespace, rollback_on_failure=rollback_on_failure,
+                                server_side=server_side, force_conflicts=force_conflicts)
+            stdout = self._call(argv, timeout=timeout + COMMAND_GRACE_SECONDS)
+        return parse_release(stdout, "helm install", dry_run=dry_run is not None)
+
+    def rollback(self, release, revision, wait="watcher", timeout=DEFAULT_WRITE_TIMEOUT, dry_run=None,
+                 history_max=DEFAULT_HISTORY_MAX, server_side="auto", force_conflicts=False):
+        """``helm rollback`` prints no release: the summary is the newest history entry afterwards
+        (with ``dry_run``, the release as it stands)."""
+        argv = rollback_argv(self.helm, self._version(), release, revision, self.conn, wait=wait, timeout=timeout,
+                             dry_run=dry_run, history_max=history_max, server_side=server_side,
+                             force_conflicts=force_conflicts)
+        self._call(argv, timeout=timeout + COMMAND_GRACE_SECONDS)
+        newest = self.history(release, max_revisions=1)
+        if not newest:
+            raise HelmOutputError("helm history", "release %s has no history after the rollback" % release)
+        return summary_from_history(newest[-1], release, self.namespace, dry_run=dry_run is not None)
+
+    def render(self, release, chart, values=None, values_files=(), chart_version=None, repo_url=None,
+               include_crds=False, is_upgrade=True):
+        with self._values_files(values, values_files) as files:
+            argv = template_argv(self.helm, self._version(), release, chart, self.conn, files,
+                                 chart_version=chart_version, repo_url=repo_url, include_crds=include_crds,
+                                 is_upgrade=is_upgrade)
+            return parse_rendered(self._call(argv))
+
+    def render_crds(self, chart, chart_version=None, repo_url=None):
+        return parse_crds(self._call(show_crds_argv(self.helm, chart, chart_version=chart_version, repo_url=repo_url)))

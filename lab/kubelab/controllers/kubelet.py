@@ -22,7 +22,8 @@ in seconds):
   ``<repository>@sha256:<sha256 of the image reference>`` and a containerd containerID); the
   containers and the pod are Ready at once, or ``pod_ready_seconds`` (0) after Running (a readiness
   probe's delay);
-* Running pods of a Job: Succeeded (containers terminated, exit 0, reason Completed) after
+* Running pods that run to completion - a Job's, and bare pods (no controller) with restartPolicy
+  Never or OnFailure: Succeeded (containers terminated, exit 0, reason Completed) after
   ``job_pod_seconds`` (0.5);
 * terminating pods (``deletionTimestamp``): removed with ``Api.finalize_pod`` after
   ``pod_stop_seconds`` (0.2), whatever their grace period (the containers "exit" at once); pods
@@ -63,6 +64,15 @@ def image_id(image: str) -> str:
 
 def container_id(pod: dict, name: str) -> str:
     return "containerd://" + hashlib.sha256(("%s/%s" % (meta(pod).get("uid"), name)).encode("utf-8")).hexdigest()
+
+
+def runs_to_completion(pod: dict) -> bool:
+    """A Job's pod, or a bare pod whose restartPolicy lets it end (Never, OnFailure): its containers
+    exit 0 after ``job_pod_seconds``. Pods of other controllers and restartPolicy Always run on."""
+    owner = (controller_ref(pod) or {}).get("kind")
+    if owner == "Job":
+        return True
+    return owner is None and spec(pod).get("restartPolicy") in ("Never", "OnFailure")
 
 
 def _address(node: dict) -> str:
@@ -189,14 +199,14 @@ class KubeletController(Controller):
             if self._elapsed(uid, "creating") >= self._knob("pod_start_seconds", 0.2):
                 ready = self._knob("pod_ready_seconds", 0.0) <= 0
                 write_status(self.api, self.pods, pod, self._running(pod, node, pods, ready), MANAGER)
-                return (controller_ref(pod) or {}).get("kind") == "Job" or not ready
+                return runs_to_completion(pod) or not ready
             return True
         if phase == "Running":
             ready = self._elapsed(uid, "running") >= self._knob("pod_ready_seconds", 0.0)
             write_status(self.api, self.pods, pod, self._running(pod, node, pods, ready), MANAGER)
             if not ready:
                 return True
-            if (controller_ref(pod) or {}).get("kind") == "Job":
+            if runs_to_completion(pod):
                 if self._elapsed(uid, "running") >= self._knob("job_pod_seconds", 0.5):
                     write_status(self.api, self.pods, pod, self._succeeded(pod), MANAGER)
                     return False

@@ -55,6 +55,8 @@ class Etcd:
     def __init__(self, url: str, timeout: float = 10.0):
         self.url = url.rstrip("/")
         self.session = requests.Session()
+        # Never read proxy settings from os.environ on each call (pytest changes it under our threads).
+        self.session.trust_env = False
         self.timeout = timeout
         self.api = None
 

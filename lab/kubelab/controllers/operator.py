@@ -15,11 +15,20 @@ operands go to the operator's namespace (that of a Deployment ``gpu-operator``, 
   ``extendedResourceName``, as the operator manages them).
 
 DaemonSets select ``nvidia.com/gpu.present=true`` nodes. Images come from the CR's spec
-(``spec.<component>.{repository,image,version}``) or the v26.7.0 defaults. ``status``: ``state``
-``ready`` with Ready=True/Reconciled (Error=False) once every operand's pods are Ready (and stayed so
-``operator_ready_seconds``); else ``notReady`` with Ready=False and Error=True, reason
-``OperandNotReady`` (no GPU nodes, pods not ready, fault ``operator_never_ready``) or
-``PrerequisiteNotMet`` when both CRs exist.
+(``spec.<component>.{repository,image,version}``, which Helm renders from the chart's values) or the
+v26.7.0 defaults; the validator's version, when the spec gives none, is the running operator's (the
+tag of the ``gpu-operator`` Deployment's image, as the chart defaults it to its appVersion). The
+DaemonSets' update strategy is the spec's ``daemonsets.updateStrategy`` /
+``daemonsets.rollingUpdate.maxUnavailable`` (default RollingUpdate, 1). An operand whose component
+is ``enabled: false`` is deleted. So a ``helm upgrade`` that changes an operand's image rolls its
+DaemonSet, and a rollback rolls it back.
+
+``status``: ``state`` ``ready`` with Ready=True/Reconciled (Error=False) once every operand's pods
+are Ready and updated to the current template (and stayed so ``operator_ready_seconds``); else
+``notReady`` with Ready=False and Error=True, reason ``OperandNotReady`` (no GPU nodes, pods not
+ready, a rollout in progress, fault ``operator_never_ready``) or ``PrerequisiteNotMet`` when both CRs
+exist. An image change therefore takes the CR through ``notReady`` (the rollout) back to ``ready``
+no earlier than ``operator_ready_seconds`` after the rolled pods are Ready.
 """
 
 from __future__ import annotations
@@ -56,8 +65,12 @@ VALIDATOR_INITS = ("driver-validation", "toolkit-validation", "cuda-validation",
 DEVICE_CLASSES = {"gpu.nvidia.com": "gpu", "mig.nvidia.com": "mig", "vfio.gpu.nvidia.com": "vfio"}
 
 
-def image(cr: dict, component: str) -> str:
+def image(cr: dict, component: str, operator_version: str = "") -> str:
+    """The operand image for ``component``: the CR's spec, else the defaults (the validator's version
+    then follows ``operator_version``, the running operator's tag, when known)."""
     key, repository, name, version = IMAGES[component]
+    if component == "validator" and operator_version:
+        version = operator_version
     config = spec(cr).get(key) or {}
     repository = config.get("repository") or repository
     name = config.get("image") or name
@@ -73,8 +86,17 @@ def enabled(cr: dict, component: str) -> bool:
     return (spec(cr).get(IMAGES[component][0]) or {}).get("enabled", True) is not False
 
 
-def _pod_template(name: str, cr: dict, component: str, gpu_nodes: bool) -> dict:
-    container = {"name": name, "image": image(cr, component), "imagePullPolicy": "IfNotPresent"}
+def update_strategy(cr: dict) -> dict:
+    """The operand DaemonSets' strategy from ``spec.daemonsets`` (the chart's ``daemonsets`` values)."""
+    config = spec(cr).get("daemonsets") or {}
+    if config.get("updateStrategy") == "OnDelete":
+        return {"type": "OnDelete"}
+    unavailable = (config.get("rollingUpdate") or {}).get("maxUnavailable", "1")
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": unavailable}}
+
+
+def _pod_template(name: str, cr: dict, component: str, gpu_nodes: bool, operator_version: str = "") -> dict:
+    container = {"name": name, "image": image(cr, component, operator_version), "imagePullPolicy": "IfNotPresent"}
     pod_spec = {"containers": [container], "serviceAccountName": name, "priorityClassName": "system-node-critical",
                 "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
     if gpu_nodes:
@@ -84,12 +106,12 @@ def _pod_template(name: str, cr: dict, component: str, gpu_nodes: bool) -> dict:
     return {"metadata": {"labels": {"app": name, "app.kubernetes.io/part-of": "gpu-operator"}}, "spec": pod_spec}
 
 
-def operand(kind: str, name: str, component: str, cr: dict, namespace: str) -> dict:
+def operand(kind: str, name: str, component: str, cr: dict, namespace: str, operator_version: str = "") -> dict:
     """The DaemonSet or Deployment ``name`` for ``cr``."""
-    template = _pod_template(name, cr, component, kind == "DaemonSet")
+    template = _pod_template(name, cr, component, kind == "DaemonSet", operator_version)
     body = {"selector": {"matchLabels": {"app": name}}, "template": template}
     if kind == "DaemonSet":
-        body["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "1"}}
+        body["updateStrategy"] = update_strategy(cr)
     else:
         body["replicas"] = 1
     obj = {"apiVersion": "apps/v1", "kind": kind,
@@ -114,9 +136,23 @@ def operand_ready(obj: dict) -> tuple[bool, str]:
     desired = st.get("desiredNumberScheduled", 0)
     if desired == 0:
         return False, "%s: no GPU nodes (no node labelled nvidia.com/gpu.present=true)" % name
-    if st.get("numberReady", 0) < desired or st.get("updatedNumberScheduled", 0) < desired:
+    if st.get("updatedNumberScheduled", 0) < desired:
+        return False, "%s: rolling out %s (%d/%d pods updated, %d ready)" % (
+            name, _images(obj), st.get("updatedNumberScheduled", 0), desired, st.get("numberReady", 0))
+    if st.get("numberReady", 0) < desired:
         return False, "%s: %d/%d pods ready" % (name, st.get("numberReady", 0), desired)
     return True, ""
+
+
+def _images(obj: dict) -> str:
+    containers = ((spec(obj).get("template") or {}).get("spec") or {}).get("containers") or []
+    return ", ".join(c.get("image", "") for c in containers)
+
+
+def image_tag(ref: str) -> str:
+    """``repo/name:tag`` -> ``tag`` ("" for a digest or no tag)."""
+    last = ref.rsplit("/", 1)[-1]
+    return last.rsplit(":", 1)[1] if ":" in last and "@" not in last else ""
 
 
 class GpuOperatorController(Controller):
@@ -147,26 +183,33 @@ class GpuOperatorController(Controller):
                 self._status(rtype, cr, False, "PrerequisiteNotMet",
                              "%s both exist; it is an invalid configuration for both CRs to exist: delete one" % names)
             return
-        namespace = self._namespace() if live else DEFAULT_NAMESPACE
+        namespace, version = self._namespace() if live else (DEFAULT_NAMESPACE, "")
         for rtype, cr, operands in live:
-            self._reconcile(rtype, cr, operands, namespace)
+            self._reconcile(rtype, cr, operands, namespace, version)
 
-    def _namespace(self) -> str:
-        deployments = self.api.list(self.kinds["Deployment"], None, field_selector="metadata.name=gpu-operator")["items"]
+    def _namespace(self) -> tuple:
+        """(the operator's namespace, the tag of its image) from the ``gpu-operator`` Deployment."""
+        deployments = self.api.list(self.kinds["Deployment"], None,
+                                    field_selector="metadata.name=gpu-operator")["items"]
         namespace = meta(deployments[0])["namespace"] if deployments else DEFAULT_NAMESPACE
+        version = ""
+        if deployments:
+            containers = ((spec(deployments[0]).get("template") or {}).get("spec") or {}).get("containers") or []
+            version = image_tag(containers[0].get("image", "")) if containers else ""
         ns_type = self.rtype("", "v1", "namespaces")
         if self.store.get_or_none(ns_type, None, namespace) is None:
             self.api.create(ns_type, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
                             field_manager=MANAGER)
-        return namespace
+        return namespace, version
 
-    def _reconcile(self, rtype, cr: dict, operands: tuple, namespace: str) -> None:
+    def _reconcile(self, rtype, cr: dict, operands: tuple, namespace: str, version: str = "") -> None:
         problems = []
         for kind, name, component in operands:
             if not enabled(cr, component):
+                self._remove(kind, name, cr, namespace)
                 continue
             self._service_account(name, cr, namespace)
-            current = self._apply(kind, operand(kind, name, component, cr, namespace))
+            current = self._apply(kind, operand(kind, name, component, cr, namespace, version))
             ready, why = operand_ready(current)
             if not ready:
                 problems.append(why)
@@ -199,6 +242,19 @@ class GpuOperatorController(Controller):
                             field_manager=MANAGER)
         except ApiError as exc:
             if exc.code != 409:
+                raise
+
+    def _remove(self, kind: str, name: str, cr: dict, namespace: str) -> None:
+        """A disabled component's operand goes (only one this CR owns)."""
+        current = self.store.get_or_none(self.kinds[kind], namespace, name)
+        if current is None or meta(current).get("deletionTimestamp"):
+            return
+        if not any(ref.get("uid") == meta(cr)["uid"] for ref in meta(current).get("ownerReferences") or []):
+            return
+        try:
+            self.api.delete(self.kinds[kind], namespace, name, {"propagationPolicy": "Background"})
+        except ApiError as exc:
+            if exc.code != 404:
                 raise
 
     def _knob(self, key: str) -> float:

@@ -36,6 +36,21 @@ class Lab:
         env.update(KUBECONFIG=self.kubeconfig, HOME=self.home, PATH=VENV_BIN + os.pathsep + env.get("PATH", ""))
         return env
 
+    def run_playbook(self, playbook: str, workdir, name: str = "play.yml", timeout: int = 300, **extra_env):
+        """Write ``playbook`` (YAML text) under ``workdir`` and run the venv's ansible-playbook on it against
+        this lab (quiet localhost warnings, no colour, the venv's python as interpreter, TMPDIR=workdir);
+        returns the CompletedProcess (text) for the caller to assert on."""
+        import subprocess  # pylint: disable=import-outside-toplevel
+        path = os.path.join(str(workdir), name)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(playbook)
+        env = self.env()
+        env.update(ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_PYTHON_INTERPRETER=os.path.join(VENV_BIN, "python"), TMPDIR=str(workdir))
+        env.update({key: str(value) for key, value in extra_env.items()})
+        return subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), path], env=env, capture_output=True,
+                              text=True, timeout=timeout, check=False)
+
 
 def start_lab(workdir: str, scenario: str = "minimal", tls=None, token=None, controllers: bool = True,
               ca_pem: bytes | None = None) -> Lab:

@@ -206,13 +206,7 @@ PLAYBOOK = textwrap.dedent("""\
 
 
 def test_paused_deployment_wait_and_k8s_scale(lab, tmp_path):
-    playbook = tmp_path / "controllers.yml"
-    playbook.write_text(PLAYBOOK)
-    env = lab.env()
-    env.update(ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_PYTHON_INTERPRETER=os.path.join(VENV_BIN, "python"), TMPDIR=str(tmp_path))
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), str(playbook)], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    proc = lab.run_playbook(PLAYBOOK, tmp_path, "controllers.yml", timeout=300)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert "failed=0" in proc.stdout
     pods = get_json(lab, "pods", "-n", "default", "-l", "app=scaled-web")["items"]

@@ -193,15 +193,8 @@ def test_kubectl_apply_minimal_workloads_are_defaulted(lab):
 
 
 def test_kubernetes_core_waits_on_minimal_workloads(lab, tmp_path):
-    playbook = tmp_path / "waiters.yml"
-    playbook.write_text(PLAYBOOK)
     results = tmp_path / "results.json"
-    env = lab.env()
-    env.update(ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_PYTHON_INTERPRETER=os.path.join(VENV_BIN, "python"), TMPDIR=str(tmp_path),
-               RESULTS=str(results))
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), str(playbook)], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    proc = lab.run_playbook(PLAYBOOK, tmp_path, "waiters.yml", timeout=300, RESULTS=results)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     got = json.loads(results.read_text())
 

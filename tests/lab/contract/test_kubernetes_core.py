@@ -4,11 +4,8 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import textwrap
 
-VENV_BIN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), ".venv", "bin")
 
 PLAYBOOK = textwrap.dedent("""\
     - hosts: localhost
@@ -140,13 +137,7 @@ PLAYBOOK = textwrap.dedent("""\
 
 
 def test_kubernetes_core_modules(lab, tmp_path):
-    playbook = tmp_path / "contract.yml"
-    playbook.write_text(PLAYBOOK)
-    env = lab.env()
-    env.update(ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_PYTHON_INTERPRETER=os.path.join(VENV_BIN, "python"), TMPDIR=str(tmp_path))
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), str(playbook)], env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    proc = lab.run_playbook(PLAYBOOK, tmp_path, "contract.yml", timeout=600)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert "failed=0" in proc.stdout
     # kubernetes.core drops managedFields from its results: read them with the Python client.

@@ -210,13 +210,7 @@ def test_kubernetes_core_server_side_apply_conflict(lab, api_client, tmp_path):
     core = CoreV1Api(api_client)
     core.create_namespaced_config_map("default", {"metadata": {"name": "core-owned"}, "data": {"mode": "helm"}},
                                       field_manager="helm")
-    playbook = tmp_path / "ssa.yml"
-    playbook.write_text(PLAYBOOK)
-    env = lab.env()
-    env.update(ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_PYTHON_INTERPRETER=os.path.join(VENV_BIN, "python"), TMPDIR=str(tmp_path))
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), str(playbook)], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    proc = lab.run_playbook(PLAYBOOK, tmp_path, "ssa.yml", timeout=300)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert "failed=0" in proc.stdout
     entries = {(m.manager, m.operation): m.fields_v1

@@ -547,3 +547,65 @@ def chart_archive(directory: str, version: str) -> str:
             info.mtime = stamp
             archive.addfile(info, io.BytesIO(data))
     return path
+
+
+def write_mapping(directory: str) -> dict:
+    """All three charts under ``directory`` (26.6.2 as an archive) and the collection's chart mapping for
+    them (``dra_gate_operator_charts``: version -> path and sha256, the digest operator_charts checks)."""
+    import sys  # pylint: disable=import-outside-toplevel
+    collections = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".cache", "collections")
+    if collections not in sys.path:  # run as a script (molecule): the collection as tests/conftest.py finds it
+        sys.path.insert(0, collections)
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.operator_charts import local_digest  # pylint: disable=import-outside-toplevel
+    paths = {"26.3.1": write_chart(directory, "26.3.1"), "26.6.2": chart_archive(directory, "26.6.2"),
+             "26.7.0": write_chart(directory, "26.7.0")}
+    return {version: {"path": path, "sha256": local_digest(path)[1]} for version, path in paths.items()}
+
+
+def install(kubeconfig: str, chart: str, release: str = CHART, namespace: str = "gpu-operator") -> bool:
+    """Install ``chart`` as ``release`` with the Helm library (Helm's watcher wait) unless the release
+    exists; True when it installed."""
+    import helm_python  # pylint: disable=import-outside-toplevel
+    helm = helm_python.Config(kubeconfig_path=kubeconfig, namespace=namespace, storage_driver="secret")
+    try:
+        if helm.history(release):
+            return False
+    except Exception:  # pylint: disable=broad-except  # no release yet: the library raises
+        pass
+    helm.install(chart, release, namespace=namespace, wait="watcher", timeout=120)
+    return True
+
+
+def upgrade(kubeconfig: str, chart: str, release: str = CHART, namespace: str = "gpu-operator") -> None:
+    """``helm upgrade`` ``release`` to ``chart`` with the Helm library (Helm's watcher wait)."""
+    import helm_python  # pylint: disable=import-outside-toplevel
+    helm = helm_python.Config(kubeconfig_path=kubeconfig, namespace=namespace, storage_driver="secret")
+    helm.upgrade(chart, release, namespace=namespace, wait="watcher", timeout=120)
+
+
+def main(argv=None) -> int:
+    """``python tests/operator_charts.py charts DIR`` writes the charts and the mapping ``DIR/charts.json``
+    (printed too); ``... install KUBECONFIG CHART`` installs it (prints ``installed`` or ``present``);
+    ``... upgrade KUBECONFIG CHART`` upgrades the release to it."""
+    import json  # pylint: disable=import-outside-toplevel
+    import sys  # pylint: disable=import-outside-toplevel
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "charts":
+        mapping = write_mapping(args[1])
+        with open(os.path.join(args[1], "charts.json"), "w", encoding="utf-8") as handle:
+            json.dump(mapping, handle, indent=2, sort_keys=True)
+        print(json.dumps(mapping, sort_keys=True))
+        return 0
+    if len(args) == 3 and args[0] == "install":
+        print("installed" if install(args[1], args[2]) else "present")
+        return 0
+    if len(args) == 3 and args[0] == "upgrade":
+        upgrade(args[1], args[2])
+        print("upgraded")
+        return 0
+    print("usage: operator_charts.py charts DIR | install KUBECONFIG CHART | upgrade KUBECONFIG CHART", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

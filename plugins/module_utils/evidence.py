@@ -206,6 +206,247 @@ def snapshot_findings(results, check_mode=False):
     return findings
 
 
+UPGRADE_SOURCE = "gpufleet.dra_gate upgrade phase"
+ROLLBACK_SOURCE = "gpufleet.dra_gate rollback phase"
+
+
+def _dict(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value):
+    return value if isinstance(value, list) else []
+
+
+def _problem_text(problem):
+    """A verify problem as one line: a string as it is, a dict as ``what: reason`` (or its JSON)."""
+    if isinstance(problem, dict):
+        what = problem.get("what") or problem.get("subject") or problem.get("path")
+        reason = problem.get("reason") or problem.get("message")
+        if what or reason:
+            return "%s: %s" % (what, reason) if what and reason else str(what or reason)
+        return json.dumps(problem, sort_keys=True, default=str)
+    return str(problem)
+
+
+def _verify_problems(verify):
+    """The problems of a ``verify`` result ``{ok, problems}``; ``ok`` false without problems is one
+    problem of its own (a failed verification is never silent)."""
+    verify = _dict(verify)
+    problems = [_problem_text(p) for p in _list(verify.get("problems"))]
+    if not problems and verify.get("ok") is False:
+        problems.append("verification failed (ok false, no problem given)")
+    return problems
+
+
+def _suite_skipped(suite):
+    """How many workloads of a control suite result were skipped (counts.skipped, else the workloads)."""
+    suite = _dict(suite)
+    counts = _dict(suite.get("counts"))
+    if isinstance(counts.get("skipped"), int) and counts["skipped"]:
+        return counts["skipped"]
+    return sum(1 for w in _list(suite.get("workloads")) if isinstance(w, dict) and (
+        w.get("status") == "skipped" or (w.get("passed") is None and w.get("status") in (None, "skipped"))))
+
+
+def _suite_failures(suite):
+    """``name: reason`` of each workload of a control suite result that did not pass."""
+    return ["%s: %s" % (w.get("name"), w.get("reason") or "not passed") for w in _list(_dict(suite).get("workloads"))
+            if isinstance(w, dict) and w.get("passed") is False]
+
+
+def _suite_observed(suite):
+    suite = _dict(suite)
+    counts = _dict(suite.get("counts"))
+    observed = "passed %s" % suite.get("passed")
+    if counts:
+        observed += " (%s)" % ", ".join("%s %s" % (k, counts.get(k)) for k in ("passed", "failed", "skipped", "total")
+                                        if k in counts)
+    failures = _suite_failures(suite)
+    if failures:
+        observed += "; " + "; ".join(failures)
+    return observed
+
+
+def _suite_not_passed(suite, check_mode):
+    """True when a control suite result blocks: it did not pass (missing = not run). In check mode nothing
+    runs (``passed`` null), which is the check-mode warning's business, not a failure."""
+    if not isinstance(suite, dict):
+        return True
+    passed = suite.get("passed")
+    if passed is True:
+        return False
+    return not (check_mode and passed is None)
+
+
+def _hop_name(hop):
+    return "hop %s -> %s" % (hop.get("from"), hop.get("to"))
+
+
+def _allocatable_findings(hop, subject):
+    before, after = hop.get("allocatable_before"), hop.get("allocatable_after")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return []
+    findings = []
+    for node in sorted(set(before) | set(after)):
+        was, now = before.get(node), after.get(node)
+        if (None if was is None else str(was)) != (None if now is None else str(now)):
+            message = ("%s: allocatable nvidia.com/gpu on node %s changed from %s to %s (a Device Plugin mode upgrade "
+                       "must not change what the node offers)" % (subject, node, "absent" if was is None else was,
+                                                                  "absent" if now is None else now))
+            findings.append(_finding("upgrade.allocatable_changed", "block", node, now, was, message, UPGRADE_SOURCE))
+    return findings
+
+
+def _hop_findings(hop, check_mode):
+    subject = _hop_name(hop)
+    findings = []
+    # a check run applies nothing: its hops are planned (ok null), failed only when a step failed
+    if hop.get("ok") is False or (hop.get("ok") is not True and not check_mode):
+        failure = hop.get("failure") or "the hop did not finish (ok %s, no failure given)" % hop.get("ok")
+        findings.append(_finding("upgrade.hop_failed", "block", subject, failure, "the hop applied, verified and its "
+                                 "control suite passed", str(failure), UPGRADE_SOURCE))
+    problems = _verify_problems(hop.get("verify"))
+    if problems:
+        # one finding per hop naming every problem: findings merge by (id, subject), so one per
+        # problem with the same subject would keep only the first
+        findings.append(_finding("upgrade.verify", "block", subject, "; ".join(problems), "no verify problem",
+                                 "%s: the operator does not verify after the hop: %s" % (subject, "; ".join(problems)),
+                                 UPGRADE_SOURCE))
+    suite = hop.get("control_suite")
+    # a hop that failed before its control suite ran is already blocked as failed
+    if (suite is not None or hop.get("ok") is True) and _suite_not_passed(suite, check_mode):
+        findings.append(_finding("upgrade.control_suite", "block", subject,
+                                 _suite_observed(suite) if suite is not None else "not run", "passed True",
+                                 "%s: the control suite did not pass after the hop" % subject, UPGRADE_SOURCE))
+    skipped = _suite_skipped(suite)
+    if skipped:
+        findings.append(_finding("upgrade.control_suite_skipped", "warn", subject, "%d skipped" % skipped, "0 skipped",
+                                 "%s: %d control suite workload(s) skipped; skipped is never passed" % (subject, skipped),
+                                 UPGRADE_SOURCE))
+    # a check run measures nothing after the hop
+    return findings + ([] if check_mode else _allocatable_findings(hop, subject))
+
+
+def upgrade_findings(results, check_mode=False):
+    """The upgrade phase's findings from its results (format in docs/evidence.md, "The upgrade record").
+
+    Blocks: a refusal, each failed hop, a hop that does not verify (every problem named), a baseline or
+    hop control suite that did not pass, allocatable GPUs of a node that changed across a hop, a run
+    that did not complete without saying why, a rollback, a production run whose canary was not
+    cleared. Warns: check mode (nothing was applied), skipped control suite workloads. A run already
+    at its target with nothing wrong gives only an info finding."""
+    results = _dict(results)
+    check_mode = bool(check_mode or results.get("check_mode"))
+    findings = []
+    refused = results.get("refused")
+    if refused:
+        findings.append(_finding("upgrade.refused", "block", "upgrade", refused, "no refusal",
+                                 "the upgrade was refused before any change: %s" % refused, UPGRADE_SOURCE))
+    canary = _dict(results.get("canary"))
+    if results.get("scope") == "production" and (
+            canary.get("cleared") is False or (canary.get("required") and canary.get("cleared") is not True)):
+        reasons = "; ".join(str(r) for r in _list(canary.get("reasons"))) or "no reason given"
+        findings.append(_finding("upgrade.canary_not_cleared", "block", "canary run %s" % canary.get("run_id"),
+                                 "cleared %s" % canary.get("cleared"), "cleared True",
+                                 "production needs the canary's passing, verified evidence for the same target: %s"
+                                 % reasons, UPGRADE_SOURCE))
+    baseline = _dict(results.get("baseline"))
+    suite = baseline.get("control_suite")
+    if not refused and _suite_not_passed(suite, check_mode):
+        findings.append(_finding("upgrade.baseline_control_suite", "block", "baseline",
+                                 _suite_observed(suite) if suite is not None else "not run", "passed True",
+                                 "the control suite did not pass before the upgrade (the baseline); nothing after it "
+                                 "can be judged against it", UPGRADE_SOURCE))
+    skipped = _suite_skipped(suite)
+    if skipped:
+        findings.append(_finding("upgrade.control_suite_skipped", "warn", "baseline", "%d skipped" % skipped, "0 skipped",
+                                 "baseline: %d control suite workload(s) skipped; skipped is never passed" % skipped,
+                                 UPGRADE_SOURCE))
+    hops = [h for h in _list(results.get("hops")) if isinstance(h, dict)]
+    for hop in hops:
+        findings.extend(_hop_findings(hop, check_mode))
+    failed_hop = any(h.get("ok") is not True for h in hops)
+    if results.get("completed") is not True and not failed_hop and not refused:
+        failure = _dict(results.get("failure"))
+        why = ("%s at %s: %s" % (failure.get("hop"), failure.get("step"), failure.get("message"))
+               if failure else results.get("failure") or "no failure recorded")
+        findings.append(_finding("upgrade.incomplete", "block", "upgrade",
+                                 "completed %s, %d of %s hop(s) recorded" % (results.get("completed"), len(hops),
+                                                                             results.get("planned_hops")),
+                                 "completed True", "the upgrade did not complete: %s" % why, UPGRADE_SOURCE))
+    rollback = _dict(results.get("rollback"))
+    if rollback.get("triggered"):
+        findings.append(_finding("upgrade.rolled_back", "block", "rollback",
+                                 "verdict %s, duration %s s" % (rollback.get("verdict"), rollback.get("duration_seconds")),
+                                 "no rollback", "the upgrade was rolled back (%s): %s" % (
+                                     "automatically" if rollback.get("automatic") else "manually",
+                                     rollback.get("command") or "no command recorded"), UPGRADE_SOURCE))
+    if check_mode:
+        findings.append(_finding("upgrade.check_mode", "warn", "upgrade", "check mode", "a real run",
+                                 "nothing was applied; a check run never passes", UPGRADE_SOURCE))
+    if not hops and not refused and results.get("completed") is True and not any(
+            f["severity"] == "block" for f in findings):
+        findings.append(_finding("upgrade.already_at_target", "info", "upgrade", results.get("current_version"),
+                                 results.get("target_version"), "the operator is already at the target %s; no hop "
+                                 "was needed" % results.get("target_version"), UPGRADE_SOURCE))
+    return findings
+
+
+def rollback_findings(results, check_mode=False):
+    """The rollback phase's findings from its results (format in docs/evidence.md, "The rollback record").
+
+    Blocks: artifacts that were not verified before the rollback, each failed step, a control suite that
+    did not pass at the end, a rollback without completion time or duration (outside check mode), verify
+    problems, a failure no other finding names. Warns: extra CRDs left in place (each named), failed
+    hooks, check mode."""
+    results = _dict(results)
+    check_mode = bool(check_mode or results.get("check_mode"))
+    findings = []
+    if results.get("index_verified") is not True:
+        findings.append(_finding("rollback.artifacts_unverified", "block", "artifact index", results.get("index_verified"),
+                                 True, "the rollback artifacts were not verified against their index before the "
+                                 "rollback; nothing restored from them can be trusted", ROLLBACK_SOURCE))
+    for step in _list(results.get("steps")):
+        if isinstance(step, dict) and step.get("ok") is not True:
+            findings.append(_finding("rollback.step_failed", "block", step.get("name"), step.get("detail") or "failed",
+                                     "ok", "the rollback step %s failed: %s" % (step.get("name"),
+                                                                                step.get("detail") or "no detail"),
+                                     ROLLBACK_SOURCE))
+    suite = results.get("control_suite")
+    if _suite_not_passed(suite, check_mode):
+        findings.append(_finding("rollback.control_suite", "block", "control suite",
+                                 _suite_observed(suite) if suite is not None else "not run", "passed True",
+                                 "the control suite did not pass after the rollback; the rollback's time ends only "
+                                 "when it passes", ROLLBACK_SOURCE))
+    if not check_mode and (results.get("completed_at") is None or results.get("duration_seconds") is None):
+        findings.append(_finding("rollback.incomplete", "block", "rollback",
+                                 "completed_at %s, duration_seconds %s" % (results.get("completed_at"),
+                                                                           results.get("duration_seconds")),
+                                 "both set", "the rollback did not complete: %s" % (
+                                     results.get("failure") or "no failure recorded"), ROLLBACK_SOURCE))
+    problems = _verify_problems(results.get("verify"))
+    if problems:
+        findings.append(_finding("rollback.verify", "block", "verify", "; ".join(problems), "no verify problem",
+                                 "the operator does not verify after the rollback: %s" % "; ".join(problems),
+                                 ROLLBACK_SOURCE))
+    if results.get("failure") and not any(f["severity"] == "block" for f in findings):
+        findings.append(_finding("rollback.failed", "block", "rollback", results["failure"], "no failure",
+                                 "the rollback failed: %s" % results["failure"], ROLLBACK_SOURCE))
+    for name in _list(_dict(results.get("extra")).get("crds")):
+        findings.append(_finding("rollback.extra_crds", "warn", str(name), "present", "absent at the restored revision",
+                                 "the CRD %s was not in the recorded state and was left in place (deleting a CRD deletes "
+                                 "every object of it)" % name, ROLLBACK_SOURCE))
+    for hook in _list(results.get("hooks")):
+        if isinstance(hook, dict) and hook.get("ok") is not True:
+            findings.append(_finding("rollback.hook_failed", "warn", hook.get("name"), "ok %s" % hook.get("ok"), "ok True",
+                                     "the rollback hook %s did not succeed" % hook.get("name"), ROLLBACK_SOURCE))
+    if check_mode:
+        findings.append(_finding("rollback.check_mode", "warn", "rollback", "check mode", "a real run",
+                                 "nothing was rolled back; a check run never passes", ROLLBACK_SOURCE))
+    return findings
+
+
 def record_names(names):
     """The names in a run directory that are evidence records (``<phase>-<N>.json``, legacy ``NN-<phase>.json``)."""
     return sorted(n for n in names if not n.startswith(".") and n != INDEX_FILE and parse_record_filename(n))
@@ -248,7 +489,7 @@ def judge_run_dir(index, observed):
 
 
 # Phase-specific findings derived from a phase's results, in Python (never in a role's Jinja).
-JUDGES = {"snapshot": snapshot_findings}
+JUDGES = {"snapshot": snapshot_findings, "upgrade": upgrade_findings, "rollback": rollback_findings}
 
 
 def _cell(value):

@@ -234,7 +234,7 @@ def test_operator_never_ready_rolls_back_automatically(lab, kube, charts, eviden
     # The first hop (26.3.1 -> 26.6.2) never gets ready: Helm's watcher wait (kstatus reads the
     # ClusterPolicy's Ready condition) times out, the upgrade stops there and rolls back.
     proc = playbook(lab, evidence, charts, dra_gate_rollback_on_failure=True, dra_gate_operator_wait_timeout=6,
-                    dra_gate_helm_timeout=8)
+                    dra_gate_helm_timeout=8, dra_gate_rollback_helm_timeout=120)
     faults(lab, "DELETE")
     watcher.join(5)
     assert proc.returncode != 0, tail(proc)

@@ -18,6 +18,13 @@ is ready, then the control suite, whose workloads run side by side (control_suit
 longest of them (a run-to-completion pod: ``pod_start_seconds`` + ``job_pod_seconds``; a Deployment:
 ``pod_start_seconds`` + ``pod_ready_seconds``), then the cleanup (``pod_stop_seconds``). Reported: the medians, the overhead ratio
 (rollback time / waits) and PASS/MISS against the goal (overhead <= 20 %, ratio <= 1.2).
+
+Each round also runs a bare rollback in the same lab, as a script without Ansible would: the Helm
+library's ``rollback`` with its ``watcher`` wait to the recorded revision, a poll (0.05 s) until the
+ClusterPolicy is ready, then the shipped control suite through control_suite's ``Runner`` called
+directly (create, poll every 0.05 s, clean up). Its time splits the rollback into the floor that the
+lab and Helm set (bare / waits: Helm's own apply, the lab's controllers reacting) and what the
+collection adds (rollback / bare: ansible-playbook, the phase's tasks, the modules' start-up).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -36,6 +43,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "lab"))
 sys.path.insert(0, os.path.join(REPO, "tests"))
+sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 
 from kubelab.testing import start_lab, stop_lab, wait_for  # noqa: E402  pylint: disable=wrong-import-position
 import operator_charts  # noqa: E402  pylint: disable=wrong-import-position
@@ -108,6 +116,35 @@ def policy_ready(lab):
     return (cr.get("status") or {}).get("state") == "ready"
 
 
+def bare_rollback(lab, revision):
+    """Seconds a bare script takes for the same rollback (see the module docstring)."""
+    import time  # pylint: disable=import-outside-toplevel
+    import helm_python  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import k8s_client  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.dra_gate.plugins.modules import control_suite  # pylint: disable=import-outside-toplevel
+    started = time.monotonic()
+    helm = helm_python.Config(kubeconfig_path=lab.kubeconfig, namespace="gpu-operator", storage_driver="secret")
+    try:
+        helm.rollback(operator_charts.CHART, version=revision, wait="watcher", timeout=300)
+    finally:
+        helm.close()
+    wait_for(lambda: policy_ready(lab), 300, "the rolled-back operator ready", interval=0.05)
+    params = {"kubeconfig": lab.kubeconfig, "suite_file": None, "suite": None, "namespace": None, "poll_interval": 0.05,
+              "cleanup_timeout": 120.0, "serial": False}
+    suite, _source = control_suite.load_suite(params)
+    api = k8s_client.build_api_client({"kubeconfig": lab.kubeconfig})
+    try:
+        runner = control_suite.Runner(k8s_client.K8sReader(api), suite, "bare-%d" % int(started), params)
+        runner.run()
+        cleanup = runner.clean()
+    finally:
+        api.close()
+    passed = all(r and r.get("passed") for r in runner.records) and cleanup["complete"]
+    if not passed:
+        raise SystemExit("the bare rollback's control suite did not pass: %s %s" % (runner.records, cleanup))
+    return time.monotonic() - started
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -124,8 +161,11 @@ def main():
         gpu_nodes = len([n for n in lab.server.scenario.get("nodes") or [] if n.get("gpu")]) or 2
         waits = configured_waits(KNOBS, gpu_nodes)
         baseline = sum(waits.values())
-        times, steps = [], {}
+        times, steps, bare = [], {}, []
         for _round in range(args.rounds):
+            operator_charts.upgrade(lab.kubeconfig, charts["26.6.2"]["path"])
+            wait_for(lambda: policy_ready(lab), 300, "the 26.6.2 operator ready")
+            bare.append(round(bare_rollback(lab, 1), 3))  # the install: the revision the snapshot recorded
             operator_charts.upgrade(lab.kubeconfig, charts["26.6.2"]["path"])
             wait_for(lambda: policy_ready(lab), 300, "the 26.6.2 operator ready")
             playbook(lab, work, evidence, charts, "playbooks/rollback.yml")
@@ -137,7 +177,11 @@ def main():
                 steps.setdefault(step["name"], []).append(seconds_between(step["started_at"], step["finished_at"]))
         median = statistics.median(times)
         ratio = median / baseline
+        bare_median = statistics.median(bare)
         print("lab waits per rollback (s): %s = %.1f" % (json.dumps(waits), baseline))
+        print("bare rollback (Helm library + control suite Runner, no Ansible) (s): %s; median %.1f; "
+              "floor ratio (bare / lab waits) %.2f" % (bare, bare_median, bare_median / baseline))
+        print("collection's own overhead (rollback time / bare): %.2f" % (median / bare_median))
         print("rollback time, decision -> control suite passing (s): %s; median %.1f" % (times, median))
         print("median seconds per step: %s (the rest: the play's own tasks between the steps)"
               % json.dumps({name: round(statistics.median(values), 1) for name, values in steps.items()}))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 
 import sys
 
@@ -171,7 +172,51 @@ def build_tree(root, spec):
         _command(root, "containerd-version", ["/usr/bin/containerd", "--version"], 0, spec["containerd_version"] + "\n")
     if spec.get("kubelet_version"):
         _command(root, "kubelet-version", ["/usr/bin/kubelet", "--version"], 0, "Kubernetes %s\n" % spec["kubelet_version"])
-        _write(root, "/var/lib/kubelet/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
+        _write(root, "/var/lib/kubelet/config.yaml", kubelet_config(spec.get("kubelet_feature_gates", DRA_KUBELET_GATES)))
+    if spec.get("control_plane"):
+        control_plane_files(root, **spec["control_plane"])
+    return root
+
+
+# The kubelet's and the control plane's DRA gates of a constructed 1.37 DRA canary: the GA gates are
+# on by default; the beta ones a DRA node relies on are set explicitly, as clusters pin them.
+DRA_KUBELET_GATES = {"DRAExtendedResource": True, "DRAConsumableCapacity": True, "ResourceHealthStatus": True}
+DRA_CONTROL_PLANE_GATES = {"DRAExtendedResource": True, "DRAConsumableCapacity": True}
+CONTROL_PLANE_COMPONENTS = ("kube-apiserver", "kube-scheduler", "kube-controller-manager")
+_FEATURE_GATES_LINE = re.compile(r"^    - --feature-gates=.*\n", re.MULTILINE)
+
+
+def _gates_text(gates):
+    return ",".join("%s=%s" % (name, "true" if on else "false") for name, on in sorted(gates.items()))
+
+
+def kubelet_config(feature_gates):
+    """The kubelet config kubeadm writes (tests/fixtures/k8s_components/kubelet-config.yaml) with ``featureGates``."""
+    text = fixture_text("k8s_components", "kubelet-config.yaml")
+    block = "featureGates:\n" + "".join("  %s: %s\n" % (n, "true" if on else "false") for n, on in sorted(feature_gates.items()))
+    return re.sub(r"^featureGates:\n(?:  .*\n)*", block if feature_gates else "", text, flags=re.MULTILINE)
+
+
+def static_pod_manifest(component, version="v1.37.0", feature_gates=None, runtime_config=None):
+    """A kubeadm static pod manifest (the fixtures' real format) with one ``--feature-gates`` flag."""
+    text = fixture_text("k8s_components", component + ".yaml")
+    text = _FEATURE_GATES_LINE.sub("", text)
+    first = "    - %s\n" % component
+    if feature_gates:
+        text = text.replace(first, first + "    - --feature-gates=%s\n" % _gates_text(feature_gates), 1)
+    if runtime_config is not None:
+        value = ",".join("%s=%s" % item for item in sorted(runtime_config.items()))
+        text = re.sub(r"^    - --runtime-config=.*\n", "    - --runtime-config=%s\n" % value if value else "", text, flags=re.MULTILINE)
+    return text.replace(":v1.37.0\n", ":%s\n" % version)
+
+
+def control_plane_files(root, version="v1.37.0", feature_gates=None, runtime_config=None,
+                        manifests_dir="/etc/kubernetes/manifests"):
+    """Write the static pod manifests of kube-apiserver, kube-scheduler and kube-controller-manager."""
+    gates = DRA_CONTROL_PLANE_GATES if feature_gates is None else feature_gates
+    for component in CONTROL_PLANE_COMPONENTS:
+        _write(root, "%s/%s.yaml" % (manifests_dir.rstrip("/"), component), static_pod_manifest(
+            component, version, gates, runtime_config if component == "kube-apiserver" else None), mode=0o600)
     return root
 
 
@@ -290,6 +335,10 @@ def shapes():
         "smi-columns": {"driver": "open", "gpus": [gpu("0000:17:00.0", numa=0)], "smi": "columns"},
         # No GPU, no driver (a new user's laptop or CI machine).
         "no-gpu": {"driver": None, "gpus": [], "smi": "none"},
+        # A kubeadm control-plane host of a 1.37 DRA canary: the static pod manifests of kube-apiserver,
+        # kube-scheduler and kube-controller-manager with the canary's --feature-gates, and a kubelet.
+        "control-plane-1.37": {"driver": None, "gpus": [], "smi": "none", "kubelet_version": "v1.37.0",
+                               "control_plane": {"version": "v1.37.0"}},
     }
 
 

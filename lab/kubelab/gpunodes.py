@@ -16,11 +16,16 @@ the Node gets from the facts:
 * the annotation ``kubelab.gpufleet.io/gpus``: a JSON list of ``{"uuid", "name", "pci_bus_id",
   "numa_node", "memory_mib", "mig_mode", "index", "device_id"}`` (GPUs the NVIDIA driver holds;
   vfio-bound ones are left out), which the DRA part publishes as devices;
+* the annotation ``kubelab.gpufleet.io/vfio-gpus``: a JSON list of ``{"pci_bus_id", "numa_node",
+  "device_id", "iommu_group"}`` of the GPUs bound to ``vfio-pci`` (what the DRA driver publishes as
+  ``vfio`` devices when its ``PassthroughSupport`` gate is on), only when there is one;
 * capacity and allocatable ``nvidia.com/gpu`` for the ``device-plugin`` and ``both`` backends.
 
 GPU UUIDs are unique in the cluster: the first node that uses a tree keeps the recorded UUIDs;
 other nodes' trees (and other nodes of a pool, in the annotation) get UUIDs derived from the
-node name. ``<workdir>/inventory.yml`` lists the GPU nodes for the collection's playbooks.
+node name. ``<workdir>/inventory.yml`` lists the GPU nodes for the collection's playbooks, and
+``scenario["gpu_node_roots"]`` maps each GPU node to its tree (the DRA kubelet plugin writes its CDI
+spec there, kubelab.controllers.dra).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from kubelab import nodetrees
 
 BACKEND_LABEL = "kubelab.gpufleet.io/gpu-backend"
 GPUS_ANNOTATION = "kubelab.gpufleet.io/gpus"
+VFIO_ANNOTATION = "kubelab.gpufleet.io/vfio-gpus"
+VFIO_FIELDS = ("pci_bus_id", "numa_node", "device_id", "iommu_group")
 GPU_RESOURCE = "nvidia.com/gpu"
 DEVICE_PLUGIN_BACKENDS = ("device-plugin", "both")
 DRA_BACKENDS = ("dra", "both")
@@ -93,6 +100,11 @@ def gpu_entries(facts: dict, salt: str | None = None) -> list:
     return entries
 
 
+def vfio_entries(facts: dict) -> list:
+    """The ``kubelab.gpufleet.io/vfio-gpus`` annotation's list: the GPUs bound to vfio-pci."""
+    return [{key: g.get(key) for key in VFIO_FIELDS} for g in facts.get("gpus") or [] if g.get("kernel_driver") == "vfio-pci"]
+
+
 def gpu_labels(facts: dict, backend: str) -> dict:
     """Labels as GPU Feature Discovery and NFD publish them, plus the lab's backend label."""
     labels = {BACKEND_LABEL: backend}
@@ -137,6 +149,9 @@ def complete_node(node: dict, facts: dict, entry: dict, salt: str | None = None)
         labels.setdefault(key, value)
     annotations = node["metadata"].setdefault("annotations", {})
     annotations[GPUS_ANNOTATION] = json.dumps(gpu_entries(facts, salt), separators=(",", ":"))
+    vfio = vfio_entries(facts)
+    if vfio:
+        annotations[VFIO_ANNOTATION] = json.dumps(vfio, separators=(",", ":"))
     count = len(driver_gpus(facts))
     for part in ("capacity", "allocatable"):
         if backend in DEVICE_PLUGIN_BACKENDS and count:
@@ -150,6 +165,12 @@ def prepare(scenario: dict, workdir: str, kubeconfig: str) -> dict:
     """Materialize the GPU nodes' trees, complete their Node manifests in ``scenario`` (in place) and
     write ``<workdir>/inventory.yml``. Returns ``{node name: tree directory}``."""
     entries = scenario.get("gpu_nodes") or []
+    control_planes = {}
+    for entry in scenario.get("control_plane_nodes") or []:
+        root = os.path.join(workdir, "trees", entry["node"])
+        if not os.path.isdir(root):
+            nodetrees.materialize(entry["tree"], root)
+        control_planes[entry["node"]] = os.path.abspath(root)
     if not entries:
         return {}
     by_name = {n["metadata"]["name"]: i for i, n in enumerate(scenario.get("nodes") or [])}
@@ -174,18 +195,25 @@ def prepare(scenario: dict, workdir: str, kubeconfig: str) -> dict:
         index = by_name[name]
         scenario["nodes"][index] = complete_node(scenario["nodes"][index], facts_of[key], entry, salt)
         roots[name] = roots[key]
-    write_inventory(os.path.join(workdir, "inventory.yml"), {e["node"]: roots[e["node"]] for e in entries}, kubeconfig)
+    write_inventory(os.path.join(workdir, "inventory.yml"), {e["node"]: roots[e["node"]] for e in entries}, kubeconfig,
+                    control_planes)
+    scenario["gpu_node_roots"] = {e["node"]: os.path.abspath(roots[e["node"]]) for e in entries}
     return {e["node"]: roots[e["node"]] for e in entries}
 
 
-def write_inventory(path: str, roots: dict, kubeconfig: str) -> str:
-    """An Ansible inventory: group ``gpu_nodes`` (local connection, recorded trees) and the kubeconfig."""
-    hosts = {name: {"ansible_connection": "local",
-                    "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                    "dra_gate_node_root": root,
-                    "dra_gate_node_commands": "recorded"} for name, root in roots.items()}
-    group = {"hosts": hosts, "vars": {"dra_gate_kubeconfig": os.path.abspath(kubeconfig)}}
-    inventory = {"all": {"children": {"gpu_nodes": group}}}
+def write_inventory(path: str, roots: dict, kubeconfig: str, control_planes: dict | None = None) -> str:
+    """An Ansible inventory: group ``gpu_nodes`` (local connection, recorded trees), group
+    ``control_plane`` for control-plane nodes with a ``node_tree`` (their static pod manifests and
+    kubelet config), and the kubeconfig."""
+    def host(root):
+        return {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                "dra_gate_node_root": root, "dra_gate_node_commands": "recorded"}
+    group = {"hosts": {name: host(root) for name, root in roots.items()},
+             "vars": {"dra_gate_kubeconfig": os.path.abspath(kubeconfig)}}
+    children = {"gpu_nodes": group}
+    if control_planes:
+        children["control_plane"] = {"hosts": {name: host(root) for name, root in control_planes.items()}}
+    inventory = {"all": {"children": children}}
     with open(path, "w", encoding="utf-8") as handle:
         handle.write("# Written by kubelab (kubelab.gpunodes) for this lab cluster's GPU nodes.\n")
         yaml.safe_dump(inventory, handle, default_flow_style=False, sort_keys=False)

@@ -31,7 +31,8 @@ KNOBS = ("pod_start_seconds", "pod_ready_seconds", "pod_stop_seconds", "job_pod_
 TOP_LEVEL = ("name", "description", "namespaces", "nodes", "objects", "faults", "kubelet_version",
              "helm_releases") + KNOBS
 NODE_FIELDS = ("name", "labels", "annotations", "taints", "capacity", "allocatable", "nodeInfo",
-               "ready", "unschedulable", "addresses", "conditions", "role", "gpu", "kubelet_version", "count")
+               "ready", "unschedulable", "addresses", "conditions", "role", "gpu", "kubelet_version", "count",
+               "node_tree")
 GPU_FIELDS = ("tree", "backend")
 GPU_BACKENDS = ("device-plugin", "dra", "both", "none")
 MAX_POOL = 1000
@@ -248,6 +249,15 @@ def _node(chk: _Checker, entry, index: int, now: str, field: str | None = None, 
     metadata: dict = {"name": name, "labels": labels}
     if annotations:
         metadata["annotations"] = annotations
+    if entry.get("node_tree") is not None:
+        # a control-plane host's tree (static pod manifests, kubelet config): inventory group control_plane
+        if role != "control-plane" or gpu is not None:
+            chk.fail("%s.node_tree" % field, "is for control-plane nodes without gpu (GPU nodes take gpu.tree)")
+        from kubelab import nodetrees  # pylint: disable=import-outside-toplevel
+        if entry["node_tree"] not in nodetrees.tree_names():
+            chk.fail("%s.node_tree" % field, "unknown node tree %r (known: %s)" % (entry["node_tree"], ", ".join(nodetrees.tree_names())))
+        if defaults is not None:
+            defaults.setdefault("control_plane_nodes", []).append({"node": name, "tree": entry["node_tree"]})
     if gpu is not None and defaults is not None:
         defaults.setdefault("gpu_nodes", []).append(dict(gpu, node=name, pool=None, node_info_given=sorted(set(given)),
                                                          explicit_capacity=sorted(entry.get("capacity") or {})))
@@ -344,6 +354,7 @@ def validate_scenario(data, source: str = "<scenario>") -> dict:
         "nodes": nodes,
         "objects": objects,
         "gpu_nodes": context["gpu_nodes"],
+        "control_plane_nodes": context.get("control_plane_nodes", []),
         "faults": faults,
         **extra,
     }

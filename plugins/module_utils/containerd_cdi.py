@@ -267,7 +267,7 @@ def expand_imports(patterns, config_path, root="/"):
         matches = sorted(glob.glob(real)) if glob.has_magic(real) else ([real] if os.path.exists(real) else [])
         for match in matches:
             node = "/" + os.path.relpath(match, root).lstrip("/") if root not in ("", "/") else match
-            if node not in [n for n, _ in found]:
+            if node not in [entry[0] for entry in found]:
                 found.append((node, match))
     return found
 

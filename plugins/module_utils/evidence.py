@@ -24,7 +24,7 @@ SUMMARY_FILE = "summary.md"
 # The gate run's phases in the order they happen. This is data for validation and for ordering the
 # run's summary only; no file name is derived from a position here, so inserting a phase renames
 # nothing.
-PHASES = ("preflight", "snapshot", "upgrade", "canary", "drain", "rollback", "decision")
+PHASES = ("preflight", "snapshot", "upgrade", "dra_canary", "canary", "drain", "rollback", "decision")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 REQUIRED = ("inputs", "results", "tools", "started_at")
 # <phase>-<attempt>.json; the legacy form NN-<phase>.json (index schema version 1) is still read.
@@ -489,7 +489,67 @@ def judge_run_dir(index, observed):
 
 
 # Phase-specific findings derived from a phase's results, in Python (never in a role's Jinja).
-JUDGES = {"snapshot": snapshot_findings, "upgrade": upgrade_findings, "rollback": rollback_findings}
+DRA_CANARY_SOURCE = "gpufleet.dra_gate dra_canary phase"
+
+
+def dra_canary_findings(results, check_mode=False):
+    """The DRA canary build's findings from its results (format in docs/evidence.md, "The DRA canary record").
+
+    Blocks: a refusal (ownership, CDI, passthrough, the chart, bad input); a GPUCluster that is not ready
+    (outside check mode); the extended-resource DeviceClass asked for but not present; container and VFIO
+    workloads recorded in flight together on one node (re-checked from their times here, whatever the
+    module said); a build that did not complete without a refusal. Warns: check mode (nothing was
+    applied). The checks' own findings (``results.findings``) are merged by the recorder."""
+    results = _dict(results)
+    check_mode = bool(check_mode or results.get("check_mode"))
+    findings = []
+    refused = results.get("refused")
+    if refused:
+        findings.append(_finding("dra_canary.refused", "block", "dra_canary", refused, "no refusal",
+                                 "the DRA canary build was refused: %s" % refused, DRA_CANARY_SOURCE))
+    cluster = _dict(results.get("gpu_cluster"))
+    if not refused and not check_mode and cluster.get("ready") is not True:
+        findings.append(_finding("dra_canary.gpu_cluster_not_ready", "block", "GPUCluster/gpu-cluster",
+                                 "state %s: %s" % (cluster.get("state"), "; ".join(str(p) for p in _list(cluster.get("problems")))),
+                                 "ready, a kubelet plugin on every canary node",
+                                 "the GPUCluster did not get ready on the canary", DRA_CANARY_SOURCE))
+    device_class = _dict(results.get("device_class"))
+    if device_class.get("requested") and not refused and not check_mode and device_class.get("action") not in (
+            "created", "updated", "unchanged"):
+        findings.append(_finding("dra_canary.device_class_missing", "block", "DeviceClass/%s" % device_class.get("name"),
+                                 device_class.get("action"), "created or unchanged",
+                                 "the extended-resource DeviceClass was asked for but is not in place", DRA_CANARY_SOURCE))
+    records = [w for w in _list(results.get("workloads")) if isinstance(w, dict)]
+    seen = set()
+    for i, left in enumerate(records):
+        for right in records[i + 1:]:
+            kinds = set(("vfio" if w.get("kind") == "vfio" else "container") for w in (left, right))
+            if len(kinds) < 2 or left.get("node") != right.get("node"):
+                continue
+            times = [w.get(k) for w in (left, right) for k in ("submitted_at", "released_at")]
+            if not all(times):
+                continue
+            if left["submitted_at"] < right["released_at"] and right["submitted_at"] < left["released_at"]:
+                key = (left.get("name"), right.get("name"))
+                if key not in seen:
+                    seen.add(key)
+                    findings.append(_finding("dra_canary.claims_in_flight_together", "block",
+                                             "workloads %s + %s" % key, "in flight together on %s" % left.get("node"),
+                                             "container and VFIO claims serialized",
+                                             "container and VFIO claims on one node were in flight together (the 26.7.0 "
+                                             "double-allocation race)", DRA_CANARY_SOURCE))
+    if results.get("completed") is not True and not refused and not check_mode:
+        findings.append(_finding("dra_canary.incomplete", "block", "dra_canary", "completed %s" % results.get("completed"),
+                                 "completed True", "the DRA canary build did not complete: %s" % (
+                                     results.get("failure") or "no failure recorded"), DRA_CANARY_SOURCE))
+    if check_mode:
+        findings.append(_finding("dra_canary.check_mode", "warn", "dra_canary", "check mode", "a real run",
+                                 "nothing was applied; a check run never passes", DRA_CANARY_SOURCE))
+    return findings
+
+
+JUDGES = {"snapshot": snapshot_findings, "upgrade": upgrade_findings, "rollback": rollback_findings,
+          "dra_canary": dra_canary_findings}
 
 
 def _cell(value):

@@ -74,6 +74,7 @@ attributes:
     support: full
     description: Returns the changed file's before and after, registry credentials redacted.
   platform:
+    support: full
     platforms: posix
     description: Runs on the node (Linux) with the standard library only.
 notes:

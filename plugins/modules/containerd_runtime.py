@@ -98,6 +98,7 @@ attributes:
     support: none
     description: No diff; O(state=restored) returns the paths it puts back.
   platform:
+    support: full
     platforms: posix
     description: Runs on the node (Linux) with the standard library only.
 seealso:

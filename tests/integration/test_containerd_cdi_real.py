@@ -101,7 +101,7 @@ def ctr_version(work, seconds):
     while time.monotonic() < deadline:
         if os.path.exists(str(work / "c.sock")):
             proc = subprocess.run(["ctr", "--address", str(work / "c.sock"), "version"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, universal_newlines=True, timeout=10)
+                                  stderr=subprocess.PIPE, universal_newlines=True, timeout=10, check=False)
             if proc.returncode == 0 and "Server:" in proc.stdout:
                 return proc.stdout
         time.sleep(0.05)
@@ -129,7 +129,7 @@ def play(work, tasks_from, extra):
     proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
                            "-e", "ansible_python_interpreter=" + os.path.join(VENV_BIN, "python"),
                            "-e", "@" + str(work.parent / "vars.json"), str(playbook)],
-                          env=ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+                          env=ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120, check=False)
     record_path = evidence / "containerd-cdi-localhost.json"
     record = json.loads(record_path.read_text()) if record_path.exists() else None
     if record is not None:
@@ -217,7 +217,7 @@ def run_module(name, args, work, no_toml=False):
     paths = ([str(shadow)] if no_toml else []) + [os.path.join(REPO, ".cache", "collections")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     proc = subprocess.run([sys.executable, os.path.join(REPO, "plugins", "modules", name + ".py"), str(path)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env, timeout=60)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env, timeout=60, check=False)
     return json.loads(proc.stdout)
 
 
@@ -250,7 +250,7 @@ def test_verify_on_python38_through_ansible(daemon):
             "expect": {"sandbox_image": "registry.k8s.io/pause:3.6"}}
     proc = subprocess.run([os.path.join(VENV_BIN, "ansible"), "localhost", "-c", "local", "-e", "ansible_python_interpreter=" + PY38,
                            "-m", "gpufleet.dra_gate.containerd_runtime", "-a", json.dumps(args)],
-                          env=ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=60)
+                          env=ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout
     result = json.loads(proc.stdout.split("=> ", 1)[1])
     assert result["verify"]["parsed_by"] == "canonical" and result["verify"]["ok"] and result["server_version"] == "1.6.20~ds1"
@@ -280,7 +280,7 @@ def test_configured_tree_indexed_then_a_failed_revert_says_so(tmp_path):
     proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
                            "-e", "ansible_python_interpreter=" + os.path.join(VENV_BIN, "python"),
                            "-e", "@" + str(tmp_path / "vars.json"), str(playbook)],
-                          env=ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+                          env=ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120, check=False)
     assert proc.returncode != 0
     assert "the change failed: containerd_runtime: wait failed: containerd did not answer within 1 s" in proc.stdout
     assert "revert failed too: containerd_runtime: wait failed" in proc.stdout

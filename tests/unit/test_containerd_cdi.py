@@ -215,7 +215,7 @@ def run_module(name, args, tmp_path, check=False, diff=False):
     path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, ".cache", "collections"))
     proc = subprocess.run([sys.executable, os.path.join(REPO, "plugins", "modules", name + ".py"), str(path)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env, timeout=60)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env, timeout=60, check=False)
     return json.loads(proc.stdout)
 
 

@@ -9,7 +9,15 @@ device-taint eviction controller, and the device allocator that the scheduler's 
   on every change) with a device ``gpu-<index>`` per GPU of the annotation
   ``kubelab.gpufleet.io/gpus`` (JSON list of ``{uuid, name, pci_bus_id, numa_node, memory_mib,
   mig_mode, index, device_id}``, optional ``mig_devices: [{uuid, profile, memory_mib}]`` and
-  ``taints``), attributes as deviceinfo.go publishes them. A GPU with ``mig_mode: enabled`` is
+  ``taints``), attributes as deviceinfo.go publishes them. With the driver's ``PassthroughSupport`` gate
+  (``FEATURE_GATES`` of the ``nvidia-dra-driver-kubelet-plugin`` DaemonSet the operator renders) the
+  plugin also publishes ``vfio`` devices: ``gpu-vfio-<n>`` for each GPU bound to vfio-pci (annotation
+  ``kubelab.gpufleet.io/vfio-gpus``) and ``gpu-<index>-vfio`` for each GPU it can rebind (same
+  ``pciBusID`` as ``gpu-<index>``). Nothing makes the two devices of one physical GPU mutually
+  exclusive (26.7.0's double-allocation race): the canary's guard must serialize such claims.
+  On a node annotated ``kubelab.gpufleet.io/cdi-specs: dra-plugin`` a Running kubelet plugin pod writes,
+  once per pod, its CDI spec ``/var/run/cdi/k8s.gpu.nvidia.com-device.yaml`` (kind ``k8s.gpu.nvidia.com/device``,
+  a device per GPU UUID) into the node's tree (``scenario["gpu_node_roots"]``). A GPU with ``mig_mode: enabled`` is
   published as its MIG devices (``gpu-<index>-mig-<profile>-<n>``, ``type: mig``) only. GFD's node
   labels ``nvidia.com/cuda.driver.major|minor|rev`` (else ``nvidia.com/cuda.driver-version.full``,
   else 580.95.05) give ``driverVersion``; ``cudaDriverVersion`` follows from the driver branch. Slices go
@@ -31,6 +39,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import os
 import time
 
 from kubelab import cel
@@ -42,6 +51,10 @@ from kubelab.errors import ApiError
 DRIVER = "gpu.nvidia.com"
 BACKEND_LABEL = "kubelab.gpufleet.io/gpu-backend"
 GPUS_ANNOTATION = "kubelab.gpufleet.io/gpus"
+VFIO_ANNOTATION = "kubelab.gpufleet.io/vfio-gpus"
+PLUGIN = "nvidia-dra-driver-kubelet-plugin"
+CDI_SPEC_PATH = "var/run/cdi/k8s.gpu.nvidia.com-device.yaml"
+CDI_ANNOTATION = "kubelab.gpufleet.io/cdi-specs"
 DRIVER_VERSION_LABEL = "nvidia.com/cuda.driver-version.full"
 DEFAULT_DRIVER_VERSION = "580.95.05"
 FINALIZER = "resource.kubernetes.io/delete-protection"
@@ -104,8 +117,20 @@ def _attributes(gpu: dict, kind: str, versions: dict) -> dict:
     return attrs
 
 
-def node_devices(node: dict) -> list:
-    """The devices the plugin publishes for ``node`` (raises ValueError on a malformed annotation)."""
+def _vfio_device(name: str, gpu: dict, iommufd: bool) -> dict:
+    bus_id, root = _bdf(gpu.get("pci_bus_id"))
+    attrs = {"type": {"string": "vfio"}, "productName": {"string": str(gpu.get("name") or "")},
+             "deviceID": {"string": str(gpu.get("device_id") or "")}, "vendorID": {"string": "0x10de"},
+             "iommuFDEnabled": {"bool": bool(iommufd)},
+             "resource.kubernetes.io/pciBusID": {"string": bus_id}, "resource.kubernetes.io/pcieRoot": {"string": root}}
+    if isinstance(gpu.get("numa_node"), int) and gpu["numa_node"] >= 0:
+        attrs["resource.kubernetes.io/numaNode"] = {"int": gpu["numa_node"]}
+    return {"name": name, "attributes": attrs, "capacity": {}}
+
+
+def node_devices(node: dict, passthrough: bool = False) -> list:
+    """The devices the plugin publishes for ``node`` (raises ValueError on a malformed annotation);
+    with ``passthrough`` (the PassthroughSupport gate) also the ``vfio`` devices."""
     raw = (meta(node).get("annotations") or {}).get(GPUS_ANNOTATION) or "[]"
     gpus = json.loads(raw)
     if not isinstance(gpus, list):
@@ -135,7 +160,37 @@ def node_devices(node: dict) -> list:
         if gpu.get("taints"):
             device["taints"] = copy.deepcopy(gpu["taints"])
         devices.append(device)
+        if passthrough:
+            devices.append(_vfio_device("gpu-%d-vfio" % index, gpu, True))
+    if passthrough:
+        vfio = json.loads((meta(node).get("annotations") or {}).get(VFIO_ANNOTATION) or "[]")
+        if not isinstance(vfio, list):
+            raise ValueError("%s is not a list" % VFIO_ANNOTATION)
+        for number, gpu in enumerate(vfio):
+            devices.append(_vfio_device("gpu-vfio-%d" % number, gpu, True))
     return devices
+
+
+def passthrough_gate(daemonsets: list) -> bool:
+    """Whether the kubelet plugin DaemonSet runs with ``PassthroughSupport=true`` in FEATURE_GATES."""
+    for ds in daemonsets:
+        if meta(ds).get("name") != PLUGIN or terminating(ds):
+            continue
+        for container in ((spec(ds).get("template") or {}).get("spec") or {}).get("containers") or []:
+            for env in container.get("env") or []:
+                if env.get("name") == "FEATURE_GATES" and "PassthroughSupport=true" in str(env.get("value", "")).split(","):
+                    return True
+    return False
+
+
+def cdi_spec_text(node: dict) -> str:
+    """The kubelet plugin's CDI spec for ``node``'s GPUs (JSON is YAML)."""
+    gpus = json.loads((meta(node).get("annotations") or {}).get(GPUS_ANNOTATION) or "[]")
+    devices = [{"name": str(g.get("uuid")), "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia%d" % int(g.get("index", i))}]}}
+               for i, g in enumerate(gpus) if g.get("uuid")]
+    return json.dumps({"cdiVersion": "0.5.0", "kind": "k8s.gpu.nvidia.com/device", "devices": devices,
+                       "containerEdits": {"deviceNodes": [{"path": "/dev/nvidiactl"}, {"path": "/dev/nvidia-uvm"}]}},
+                      indent=2) + "\n"
 
 
 class DraDriverController(Controller):
@@ -147,9 +202,13 @@ class DraDriverController(Controller):
         self.slices = self.rtype("resource.k8s.io", "v1", "resourceslices")
         self.claims = self.rtype("resource.k8s.io", "v1", "resourceclaims")
         self.pods = self.rtype("", "v1", "pods")
+        self.daemonsets = self.rtype("apps", "v1", "daemonsets")
+        self.cdi_written: set = set()
 
     def reconcile(self) -> None:
         nodes = {meta(n)["name"]: n for n in self.api.list(self.nodes, None)["items"]}
+        passthrough = passthrough_gate(self.api.list(self.daemonsets, None)["items"]) if self.daemonsets else False
+        self._cdi_specs(nodes)
         mine: dict = {}
         for item in self.api.list(self.slices, None)["items"]:
             if spec(item).get("driver") == DRIVER and spec(item).get("nodeName"):
@@ -162,7 +221,7 @@ class DraDriverController(Controller):
                 continue  # fault injection: the plugin is restarting, its slices are withdrawn
 
             try:
-                devices = node_devices(node)
+                devices = node_devices(node, passthrough)
             except (ValueError, TypeError, AttributeError) as exc:
                 problem = "DraDriverController: node %s: bad %s: %s" % (name, GPUS_ANNOTATION, exc)
                 if problem not in self.lab.controller_errors:
@@ -198,6 +257,23 @@ class DraDriverController(Controller):
         body["spec"].update(devices=devices, pool={"name": name, "generation": int(pool.get("generation") or 0) + 1,
                                                    "resourceSliceCount": 1})
         self.api.update(self.slices, None, meta(keep)["name"], body, field_manager="kubelet")
+
+    def _cdi_specs(self, nodes: dict) -> None:
+        """A Running kubelet plugin pod writes its CDI spec into its node's tree once (annotated nodes)."""
+        roots = (getattr(self.lab, "scenario", None) or {}).get("gpu_node_roots") or {}
+        if not roots:
+            return
+        for pod in self.api.list(self.pods, None, label_selector="app=" + PLUGIN)["items"]:
+            node_name, uid = spec(pod).get("nodeName"), meta(pod).get("uid")
+            if status(pod).get("phase") != "Running" or uid in self.cdi_written or node_name not in roots or node_name not in nodes:
+                continue
+            if (meta(nodes[node_name]).get("annotations") or {}).get(CDI_ANNOTATION) != "dra-plugin":
+                continue
+            path = os.path.join(roots[node_name], CDI_SPEC_PATH)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(cdi_spec_text(nodes[node_name]))
+            self.cdi_written.add(uid)
 
     def _delete(self, item: dict) -> None:
         try:

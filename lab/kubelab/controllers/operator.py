@@ -14,7 +14,9 @@ operands go to the operator's namespace (that of a Deployment ``gpu-operator``, 
   DeviceClasses ``gpu.nvidia.com``, ``mig.nvidia.com``, ``vfio.gpu.nvidia.com`` (no
   ``extendedResourceName``, as the operator manages them).
 
-DaemonSets select ``nvidia.com/gpu.present=true`` nodes. Images come from the CR's spec
+DaemonSets select ``nvidia.com/gpu.present=true`` nodes and tolerate ``nvidia.com/gpu`` plus the
+spec's ``daemonsets.tolerations``; the DRA driver's containers get ``FEATURE_GATES`` from
+``spec.draDriver.featureGates`` (``A=true,B=false``, only when set). Images come from the CR's spec
 (``spec.<component>.{repository,image,version}``, which Helm renders from the chart's values) or the
 v26.7.0 defaults; the validator's version, when the spec gives none, is the running operator's (the
 tag of the ``gpu-operator`` Deployment's image, as the chart defaults it to its appVersion). The
@@ -95,10 +97,25 @@ def update_strategy(cr: dict) -> dict:
     return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": unavailable}}
 
 
+def feature_gates_env(cr: dict) -> str:
+    """``spec.draDriver.featureGates`` as the chart renders it into ``FEATURE_GATES``: ``A=true,B=false``."""
+    gates = (spec(cr).get("draDriver") or {}).get("featureGates") or {}
+    if not isinstance(gates, dict):
+        return ""
+    return ",".join("%s=%s" % (k, "true" if v is True or str(v).lower() == "true" else "false") for k, v in sorted(gates.items()))
+
+
 def _pod_template(name: str, cr: dict, component: str, gpu_nodes: bool, operator_version: str = "") -> dict:
     container = {"name": name, "image": image(cr, component, operator_version), "imagePullPolicy": "IfNotPresent"}
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    # spec.daemonsets.tolerations (the chart's daemonsets.tolerations): operands reach tainted GPU nodes
+    for extra in (spec(cr).get("daemonsets") or {}).get("tolerations") or []:
+        if isinstance(extra, dict) and extra not in tolerations:
+            tolerations.append(copy.deepcopy(extra))
+    if component == "dra-driver" and feature_gates_env(cr):
+        container["env"] = [{"name": "FEATURE_GATES", "value": feature_gates_env(cr)}]
     pod_spec = {"containers": [container], "serviceAccountName": name, "priorityClassName": "system-node-critical",
-                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+                "tolerations": tolerations}
     if gpu_nodes:
         pod_spec["nodeSelector"] = dict(GPU_NODE_SELECTOR)
     if name == "nvidia-operator-validator":

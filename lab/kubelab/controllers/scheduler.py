@@ -170,6 +170,12 @@ class SchedulerController(Controller):
         node = fitting[0]
         name = meta(node)["name"]
         extended_status = dra.commit(pod, plans[name]) if dra is not None else None
+        if extended_status:
+            # PreBind (DynamicResources): the pod's extendedResourceClaimStatus is written before the binding,
+            # so a kubelet status write after the binding cannot race it away.
+            early = copy.deepcopy(status(pod))
+            early["extendedResourceClaimStatus"] = extended_status
+            pod = write_status(self.api, self.pods, pod, early, MANAGER)
         body = copy.deepcopy(pod)
         body.setdefault("spec", {})["nodeName"] = name
         bound, _code = self.api.update(self.pods, meta(pod)["namespace"], meta(pod)["name"], body, field_manager=MANAGER)

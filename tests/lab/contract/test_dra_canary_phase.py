@@ -16,6 +16,7 @@ VFIO submissions serialized.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -143,9 +144,26 @@ def ids(record, severity="block"):
     return {(f["id"], f["subject"]) for f in record["results"]["findings"] if f["severity"] == severity}
 
 
+def tree_digest(lab) -> dict:
+    """sha256 of every regular file under the canary nodes' /etc and /var (containerd, CDI, kubelet)."""
+    digests = {}
+    for node in CANARY:
+        for top, _dirs, files in [w for part in ("etc", "var") for w in os.walk(os.path.join(lab.workdir, "trees", node, part))]:
+            for name in files:
+                if os.path.islink(os.path.join(top, name)):
+                    continue
+                with open(os.path.join(top, name), "rb") as handle:
+                    digests[os.path.join(top, name)] = hashlib.sha256(handle.read()).hexdigest()
+    return digests
+
+
 def test_check_mode_writes_nothing(lab, kube, charts, evidence):
-    proc = playbook(lab, evidence, charts, "--check")
+    # the containerd_cdi role too (the trees' containerd 2.3 configs): in check mode it only reports
+    before = tree_digest(lab)
+    proc = playbook(lab, evidence, charts, "--check", dra_gate_canary_containerd_cdi=True, dra_gate_containerd_version="2.3.1")
     assert proc.returncode == 0, tail(proc)
+    assert "Configure, restart and verify containerd" in proc.stdout and "containerd_cdi : Configure CDI" in proc.stdout, tail(proc)
+    assert tree_digest(lab) == before
     assert records(evidence) == []
     assert kube["apps"].list_namespaced_deployment("gpu-operator").items == []
     assert kube["core"].list_namespaced_secret("gpu-operator", label_selector="owner=helm").items == []

@@ -10,6 +10,15 @@ names, stability ALPHA; DOMAIN.md §3):
   UnprepareResources, ``is_error``), the default buckets; counters only grow;
 * ``dra_resource_claims_in_use`` gauge (``driver_name``, and ``<any>`` for all drivers).
 
+``GET /kubelab/metrics`` also carries the simulated dcgm-exporter's per-GPU series (DCGM exporter's
+metric names and labels ``gpu``, ``UUID``, ``pci_bus_id``, ``device``, ``modelName``, ``Hostname``;
+no ``node`` label, as dcgm-exporter has none): the simple, honest form - one set per GPU of every
+node whose ``kubelab.gpufleet.io/gpus`` annotation lists GPUs, whether or not a dcgm-exporter pod
+runs there. Gauges (:data:`DCGM_GAUGES`) are constant; the counter
+``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` grows with the lab's monotonic clock (power x seconds, mJ),
+so ``rate()`` over it is defined. ``KubeletMetrics.dcgm_missing`` (a set of ``(uuid, metric)``, or
+``(uuid, None)`` for all of a GPU's metrics) leaves series out, for tests of a missing metric.
+
 Fed from ``lab.claim_timings[(namespace, name)]`` (filled by the DRA part: monotonic seconds under
 ``created``, ``allocated``, ``prepared``, ``pod_started``, ``deallocated``, ``deleted``; optional
 ``node``, ``unprepare_started``, ``unprepared``, ``pod_stopped``, ``prepare_error``) and from the
@@ -22,7 +31,9 @@ selector or device pool, else the node of the pod it is reserved for.
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 
 from kubelab.controllers import Controller
 
@@ -34,6 +45,15 @@ HELP_DURATION = ("[ALPHA] Latency histogram in seconds for the duration of handl
 HELP_IN_USE = ("[ALPHA] The number of ResourceClaims that are currently in use on the node, by driver name "
                "(driver_name label value) and across all drivers (special value <any> for driver_name).")
 UNKNOWN_NODE = "unknown"
+GPUS_ANNOTATION = "kubelab.gpufleet.io/gpus"
+# dcgm-exporter's names (default-counters.csv); value per GPU: a constant gauge of an idle GPU
+DCGM_GAUGES = (
+    ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", 0),
+    ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", 0),
+    ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", 34),
+    ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", 72.5),
+)
+DCGM_ENERGY = ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).")
 
 
 class Histogram:
@@ -61,6 +81,19 @@ def _label_set(labels: dict) -> str:
 
 def _fmt(value: float) -> str:
     return repr(float(value)) if value != int(value) else str(int(value))
+
+
+def _index(gpu: dict) -> int:
+    return gpu["index"] if isinstance(gpu.get("index"), int) and not isinstance(gpu.get("index"), bool) else 0
+
+
+def _dcgm_bus_id(bus_id) -> str:
+    """dcgm-exporter's form of a PCI address: an 8-hex-digit domain, upper case (``00000000:19:00.0``)."""
+    text = str(bus_id or "")
+    domain, sep, rest = text.partition(":")
+    if sep and rest.count(":") == 1 and len(domain) <= 8:
+        return (domain.rjust(8, "0") + ":" + rest).upper()
+    return text.upper()
 
 
 def claim_node(claim: dict, pods: dict) -> str | None:
@@ -92,6 +125,8 @@ class KubeletMetrics:
         self.in_use: dict = {}       # node -> {driver: count}
         self.seen: set = set()       # (namespace, name, created, operation)
         self.claim_nodes: dict = {}  # (namespace, name) -> node, remembered while claims exist
+        self.dcgm_missing: set = set()  # (uuid, metric or None): dcgm series left out (tests)
+        self.started = time.monotonic()
 
     def _types(self):
         registry = self.lab.registry
@@ -187,7 +222,43 @@ class KubeletMetrics:
                 counts.setdefault("<any>", 0)
                 for driver, count in sorted(counts.items()):
                     lines.append("dra_resource_claims_in_use%s %d" % (_label_set(dict(extra, driver_name=driver)), count))
+        if node is None:
+            lines += self.render_dcgm()
         return "\n".join(lines) + "\n"
+
+    def dcgm_gpus(self) -> list:
+        """``[(node, gpu entry)]`` for every GPU listed in a node's ``kubelab.gpufleet.io/gpus`` annotation."""
+        found = []
+        for item in self.lab.store.list(self.lab.registry.get("", "v1", "nodes"))[0]:
+            raw = ((item.get("metadata") or {}).get("annotations") or {}).get(GPUS_ANNOTATION)
+            try:
+                gpus = json.loads(raw) if raw else []
+            except ValueError:
+                gpus = []
+            for gpu in gpus if isinstance(gpus, list) else []:
+                if isinstance(gpu, dict) and gpu.get("uuid"):
+                    found.append((item["metadata"]["name"], gpu))
+        return sorted(found, key=lambda pair: (pair[0], _index(pair[1])))
+
+    def render_dcgm(self) -> list:
+        """The simulated dcgm-exporter's lines (one exporter per GPU node, all in one exposition)."""
+        gpus = self.dcgm_gpus()
+        with self.lock:
+            missing = set(self.dcgm_missing)
+        elapsed = time.monotonic() - self.started
+        lines = []
+        for metric, help_text, value in DCGM_GAUGES + ((DCGM_ENERGY[0], DCGM_ENERGY[1], None),):
+            lines += ["# HELP %s %s" % (metric, help_text),
+                      "# TYPE %s %s" % (metric, "gauge" if value is not None else "counter")]
+            for name, gpu in gpus:
+                if (gpu["uuid"], metric) in missing or (gpu["uuid"], None) in missing:
+                    continue
+                index = _index(gpu)
+                labels = {"gpu": str(index), "UUID": gpu["uuid"], "pci_bus_id": _dcgm_bus_id(gpu.get("pci_bus_id")),
+                          "device": "nvidia%d" % index, "modelName": gpu.get("name") or "", "Hostname": name}
+                number = value if value is not None else int(1000 + 72500 * elapsed)  # mJ at 72.5 W
+                lines.append("%s%s %s" % (metric, _label_set(labels), _fmt(number)))
+        return lines
 
 
 class MetricsController(Controller):

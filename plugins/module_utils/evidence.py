@@ -24,7 +24,7 @@ SUMMARY_FILE = "summary.md"
 # The gate run's phases in the order they happen. This is data for validation and for ordering the
 # run's summary only; no file name is derived from a position here, so inserting a phase renames
 # nothing.
-PHASES = ("preflight", "snapshot", "upgrade", "dra_canary", "canary", "drain", "rollback", "decision")
+PHASES = ("preflight", "snapshot", "upgrade", "dra_canary", "dra_acceptance", "canary", "drain", "rollback", "decision")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 REQUIRED = ("inputs", "results", "tools", "started_at")
 # <phase>-<attempt>.json; the legacy form NN-<phase>.json (index schema version 1) is still read.
@@ -548,8 +548,55 @@ def dra_canary_findings(results, check_mode=False):
     return findings
 
 
+DRA_ACCEPTANCE_SOURCE = "gpufleet.dra_gate dra_acceptance phase"
+
+
+def dra_acceptance_findings(results, check_mode=False):
+    """The acceptance run's findings (docs/evidence.md, "The DRA acceptance record").
+
+    The numbers are measured, not judged: thresholds belong to the gate decision. What blocks here is a
+    measurement that cannot be trusted - the lifecycle run failed or was interrupted, nothing was
+    measured, objects of the run are still in the cluster, the records file is missing - and a metrics
+    query that failed. Warns: check mode; the metrics skipped (no Prometheus), which is reported as
+    skipped, never as passed."""
+    results = _dict(results)
+    check_mode = bool(check_mode or results.get("check_mode"))
+    findings = []
+    if check_mode:
+        findings.append(_finding("dra_acceptance.check_mode", "warn", "dra_acceptance", "check mode", "a real run",
+                                 "nothing was run; a check run never passes", DRA_ACCEPTANCE_SOURCE))
+        return findings
+    lifecycles = _dict(results.get("lifecycles"))
+    failure = results.get("failure")
+    if failure:
+        findings.append(_finding("dra_acceptance.run_failed", "block", "claim_lifecycle", failure, "a completed run",
+                                 "the claim lifecycle run did not complete: %s" % failure, DRA_ACCEPTANCE_SOURCE))
+    attempted = lifecycles.get("attempted")
+    if not failure and not attempted:
+        findings.append(_finding("dra_acceptance.nothing_measured", "block", "claim_lifecycle", "attempted %s" % attempted,
+                                 "attempted > 0", "no claim lifecycle was measured", DRA_ACCEPTANCE_SOURCE))
+    if attempted and not lifecycles.get("records_path"):
+        findings.append(_finding("dra_acceptance.records_missing", "block", "claim_lifecycle", "no records_path",
+                                 "the per-claim records", "the raw per-claim records were not kept", DRA_ACCEPTANCE_SOURCE))
+    cleanup = _dict(results.get("cleanup"))
+    left = sorted(set(_list(lifecycles.get("left_behind")) + _list(cleanup.get("left_behind"))))
+    if left or cleanup.get("failed"):
+        findings.append(_finding("dra_acceptance.left_behind", "block", "namespace %s" % lifecycles.get("namespace"),
+                                 ", ".join(str(x) for x in left) or cleanup.get("msg"), "nothing of the run left",
+                                 "objects of the acceptance run are still in the cluster", DRA_ACCEPTANCE_SOURCE))
+    metrics = _dict(results.get("metrics"))
+    if metrics.get("skipped"):
+        findings.append(_finding("dra_acceptance.metrics_skipped", "warn", "prometheus", "skipped: %s" % metrics["skipped"],
+                                 "the kubelet's DRA histogram and the DCGM metrics read",
+                                 "the Prometheus metrics were not read (skipped, not passed)", DRA_ACCEPTANCE_SOURCE))
+    elif metrics.get("failed"):
+        findings.append(_finding("dra_acceptance.metrics_failed", "block", "prometheus", metrics["failed"],
+                                 "the metrics read", "reading the Prometheus metrics failed", DRA_ACCEPTANCE_SOURCE))
+    return findings
+
+
 JUDGES = {"snapshot": snapshot_findings, "upgrade": upgrade_findings, "rollback": rollback_findings,
-          "dra_canary": dra_canary_findings}
+          "dra_canary": dra_canary_findings, "dra_acceptance": dra_acceptance_findings}
 
 
 def _cell(value):

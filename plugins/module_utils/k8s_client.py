@@ -542,3 +542,98 @@ class K8sReader:
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items
+
+
+def _open_stream(client, path, query, timeout):
+    """One streaming GET: (status, urllib3 response); the body is not read."""
+    headers = {"Accept": "application/json"}
+    if hasattr(client, "param_serialize"):  # kubernetes >= 35: call_api does not read the body
+        request = client.param_serialize("GET", path, query_params=list(query or []), header_params=headers,
+                                         auth_settings=["BearerToken"])
+        response = client.call_api(*request, _request_timeout=timeout)
+        return response.status, response.response
+    try:
+        response = client.call_api(path, "GET", query_params=list(query or []), header_params=headers,
+                                   auth_settings=["BearerToken"], _preload_content=False,
+                                   _return_http_data_only=True, _request_timeout=timeout)
+    except ApiException as exc:
+        if not exc.status:
+            raise
+        return exc.status, exc
+    return response.status, response
+
+
+def _stream_lines(response):
+    """The newline-delimited JSON lines of a watch response, as they arrive."""
+    pending = b""
+    for chunk in response.stream(amt=65536, decode_content=True) if hasattr(response, "stream") else [response.data]:
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            if line.strip():
+                yield line
+    if pending.strip():
+        yield pending
+
+
+def watch_events(reader, path, resource_version, label_selector=None, timeout_seconds=300, stop=None):
+    """Yield ``(type, object)`` of one watch of ``path`` from ``resource_version`` as the server sends them.
+
+    ``timeoutSeconds`` bounds the stream on the server side and the read timeout bounds silence, so
+    the call always ends: when the stream ends the generator returns and the caller re-lists and
+    watches again. Opening the stream follows the reader's retry policy for 429/5xx and connect
+    failures; a 403 or any other refusal raises :class:`K8sApiError`; a 410 (the resource version was
+    compacted) raises :class:`K8sApiError` with ``status`` 410 so the caller re-lists. An ``ERROR``
+    event raises the same way. ``stop`` (a ``threading.Event``) ends the generator between events.
+    """
+    query = [("watch", "true"), ("resourceVersion", str(resource_version)), ("allowWatchBookmarks", "true"),
+             ("timeoutSeconds", int(timeout_seconds))]
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    call = _call_name(path, query)
+    policy = reader.policy
+    started = policy.clock()
+    attempts = 0
+    while True:
+        attempts += 1
+        reader.calls += 1
+        status, response, failure, reason = None, None, None, None
+        try:
+            status, response = _open_stream(reader.api_client, path, query, (reader.timeout, timeout_seconds + 30))
+        except ApiException as exc:
+            raise K8sApiError(call, exc.status or None, _status_message(exc.body) or exc.reason, attempts=attempts)
+        except TRANSPORT_ERRORS as exc:
+            failure = transport_failure(exc)
+            reason = "%s: %s" % (type(exc).__name__, exc)
+        if status is not None and 200 <= status <= 299:
+            break
+        data = None
+        if status is not None:
+            data = getattr(response, "body", None) if isinstance(response, Exception) else response.data
+            reason = _status_message(data) or "(no body)"
+        if not policy.retryable("GET", status, failure):
+            raise K8sApiError(call, status, reason, attempts=attempts, elapsed=policy.clock() - started)
+        delay, why = policy.wait(attempts, None, started)
+        if delay is None:
+            raise K8sApiError(call, status, reason, attempts=attempts, elapsed=policy.clock() - started,
+                              deadline=policy.deadline, gave_up=why)
+        reader.retries += 1
+        policy.sleep(delay)
+    try:
+        for line in _stream_lines(response):
+            if stop is not None and stop.is_set():
+                return
+            try:
+                event = json.loads(line)
+            except ValueError as exc:
+                raise K8sApiError(call, 200, "a watch event is not JSON: %s" % exc)
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                raise K8sApiError(call, obj.get("code") or 500, obj.get("message") or "watch error")
+            yield kind, obj
+    except TRANSPORT_ERRORS:
+        return  # the stream broke: the caller re-lists and watches again
+    finally:
+        close = getattr(response, "release_conn", None) or getattr(response, "close", None)
+        if close is not None:
+            close()

@@ -44,7 +44,7 @@ options:
   phase:
     description: The phase whose newest record is judged.
     type: str
-    choices: [preflight, snapshot, upgrade, dra_canary, canary, drain, rollback, decision]
+    choices: [preflight, snapshot, upgrade, dra_canary, dra_acceptance, canary, drain, rollback, decision]
     default: upgrade
   target_version:
     description: The GPU Operator release production goes to (C(v26.7.0) and C(26.7.0) are the same).

@@ -45,7 +45,7 @@ options:
     description: The phase that writes this record.
     type: str
     required: true
-    choices: [preflight, snapshot, upgrade, dra_canary, canary, drain, rollback, decision]
+    choices: [preflight, snapshot, upgrade, dra_canary, dra_acceptance, canary, drain, rollback, decision]
   state:
     description:
       - C(recorded) writes the record (O(record) required).

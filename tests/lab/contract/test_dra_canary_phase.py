@@ -93,7 +93,9 @@ def playbook(lab, evidence, charts, *extra, hosts=CANARY, **variables):
                   "dra_gate_operator_wait_timeout": 60, "dra_gate_canary_workload_timeout": 30,
                   "dra_gate_canary_require_artifacts": False,
                   # the lab's nodes run no containerd (the containerd_cdi role has its own real-process tests)
-                  "dra_gate_canary_containerd_cdi": False}
+                  "dra_gate_canary_containerd_cdi": False,
+                  # the acceptance play runs once, after the build (test_build_from_nothing)
+                  "dra_gate_canary_acceptance": False}
     extra_vars.update(variables)
     argv = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", inventory(lab, hosts), "playbooks/dra_canary.yml",
             "-e", json.dumps(extra_vars)] + list(extra)
@@ -106,7 +108,7 @@ def tail(proc) -> str:
     return proc.stdout[-6000:] + proc.stderr[-2000:]
 
 
-def records(evidence) -> list:
+def records(evidence, phase="dra_canary") -> list:
     path = evidence / RUN / "index.json"
     if not path.exists():
         return []
@@ -114,7 +116,7 @@ def records(evidence) -> list:
         index = json.load(handle)
     out = []
     for entry in index["records"]:
-        if entry["phase"] == "dra_canary":
+        if entry["phase"] == phase:
             with open(str(evidence / RUN / entry["file"])) as handle:
                 out.append(json.load(handle))
     return out
@@ -181,7 +183,10 @@ def test_device_plugin_node_refused(lab, kube, charts, evidence):
 
 
 def test_build_from_nothing(lab, kube, charts, evidence):
-    proc = playbook(lab, evidence, charts)
+    # the whole playbook: the build, then the acceptance tests on the canary just built
+    proc = playbook(lab, evidence, charts, dra_gate_canary_acceptance=True, dra_gate_acceptance_count=12,
+                    dra_gate_acceptance_concurrency=3, dra_gate_acceptance_kinds=["template", "extended"],
+                    dra_gate_acceptance_delete_grace_seconds=0, dra_gate_acceptance_progress_every=4)
     assert proc.returncode == 0, tail(proc)
     record = records(evidence)[-1]
     results = record["results"]
@@ -215,6 +220,24 @@ def test_build_from_nothing(lab, kube, charts, evidence):
     assert "DRAExtendedResource" in gates["used_features"] and gates["not_assessed"] == [], gates
     extended = [f for f in gates["features"] if f["name"] == "DRAExtendedResource"][0]
     assert {g["host"] for g in extended["gates"]} >= {"cp-1"} | set(CANARY), extended["gates"]
+    # the acceptance tests on the canary just built: every lifecycle measured, every record kept, nothing left
+    (acceptance,) = records(evidence, "dra_acceptance")
+    measured = acceptance["results"]["lifecycles"]
+    assert acceptance["results"]["verdict"] != "block", acceptance["results"]["findings"]
+    assert measured["success_rate"] == {"numerator": 12, "denominator": 12, "percent": 100.0}, measured["errors"]
+    assert measured["allocation_latency_seconds"]["count"] == 12 and measured["allocation_latency_seconds"]["p95"] > 0
+    assert measured["cleanup_defects"]["numerator"] == 0 and measured["cleanup_defects"]["denominator"] == 12
+    assert measured["progress"][-1] == "claims 12/12 done, 0 failed" and measured["left_behind"] == []
+    assert set(measured["gpus"]) == set(CANARY) and all(measured["gpus"].values()), measured["gpus"]
+    assert acceptance["results"]["metrics"] == {"skipped": "no Prometheus (dra_gate_prometheus_url is empty)"}
+    assert ("dra_acceptance.metrics_skipped", "prometheus") in ids(acceptance, "warn")
+    assert stat.S_IMODE(os.stat(measured["records_path"]).st_mode) == 0o600
+    with open(measured["records_path"]) as handle:
+        lines = [json.loads(line) for line in handle]
+    assert len(lines) == 12 and {r["kind"] for r in lines} == {"template", "extended"}
+    assert all(r["node"] in CANARY and r["devices"] for r in lines)
+    assert "claims 12/12 done, 0 failed" in proc.stdout
+    assert kube["core"].list_namespaced_pod("dra-acceptance").items == []
 
 
 def test_idempotent_rerun(lab, kube, charts, evidence):

@@ -426,8 +426,8 @@ class Api:
         for rtype in self.registry.all():
             if rtype.kind in ("Event",):
                 continue
-            try:
-                items, _rev = self.store.list(rtype)
+            try:  # the garbage collector's owner index: only objects whose JSON names the UID are decoded
+                items, _rev = self.store.list(rtype, containing=uid.encode("utf-8"))
             except ApiError:
                 continue
             for obj in items:

@@ -6,12 +6,14 @@
     python -m kubelab stop --dir DIR
     python -m kubelab status --dir DIR
     python -m kubelab fault --dir DIR (--add JSON | --list | --clear [ID])
+    python -m kubelab truth --dir DIR [--clear]
 
 ``start`` writes ``DIR/kubeconfig`` and ``DIR/lab.json`` (pids, URLs, paths) and runs in the
 foreground until SIGTERM or SIGINT; ``--background`` starts the same in a new session (log in
 ``DIR/kubelab.log``) and returns once the API answers ``/version``. ``start`` runs the simulated
 components (``--no-controllers``: the API only). ``fault`` adds, lists or clears injected faults
-(kubelab.faults) of the running lab through ``/kubelab/faults``.
+(kubelab.faults) of the running lab through ``/kubelab/faults``. ``truth`` prints the lab's ground truth
+per ResourceClaim (``GET /kubelab/claims/truth``, see kubelab.controllers.dra) as JSON; ``--clear`` empties it.
 """
 
 from __future__ import annotations
@@ -333,6 +335,16 @@ def fault_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def truth_command(args: argparse.Namespace) -> int:
+    """Print (or with ``--clear`` empty) the claim ground truth of the running lab."""
+    lab = read_lab(os.path.abspath(args.dir))
+    if not lab or lab.get("state") != "running" or not lab.get("server_url"):
+        raise LabError("no running lab cluster in %s" % os.path.abspath(args.dir))
+    result = fault_request(lab, "DELETE" if args.clear else "GET", "/kubelab/claims/truth")
+    print(json.dumps(result, indent=2, sort_keys=True))
+    return 0
+
+
 def _settled(lab: dict) -> tuple[bool, str]:
     """Every node Ready, and each ClusterPolicy/GPUCluster ready or refused for good (PrerequisiteNotMet)."""
     nodes = fault_request(lab, "GET", "/api/v1/nodes").get("items", [])
@@ -402,6 +414,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "\"seconds\": 10}}' (a list adds several)")
     action.add_argument("--list", action="store_true", help="list the faults (the default)")
     action.add_argument("--clear", metavar="ID", type=int, nargs="?", const=-1, help="remove fault ID, or all")
+    truth = sub.add_parser("truth", help="print the ground truth per ResourceClaim of the lab cluster of DIR")
+    truth.add_argument("--dir", required=True)
+    truth.add_argument("--clear", action="store_true", help="empty the ground truth instead")
     return parser
 
 
@@ -412,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
             return _background(args) if args.background else _foreground(args)
         if args.command == "fault":
             return fault_command(args)
+        if args.command == "truth":
+            return truth_command(args)
         if args.command == "settle":
             return settle_command(args)
         if args.command == "stop":

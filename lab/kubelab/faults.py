@@ -18,8 +18,15 @@ and the request-shaped kinds take ``count`` (how many requests it hits):
 ``dra_plugin_restart``      ``node`` (absent = every node): its ResourceSlices are withdrawn for
                             ``seconds`` (default 2), then republished by the DRA part; prepared
                             claims stay
-``claim_allocation_failure``  ``rate`` 0..1 (default 1): ``lab.fault_rate("claim_allocation")``
+``claim_allocation_failure``  ``rate`` 0..1 (default 1): ``lab.fault_rate("claim_allocation")``, drawn
+                            on every scheduling attempt; ``per: pod`` (``seed``): drawn once per pod and
+                            sticky (``FaultEngine.pod_allocation_fails``)
 ``claim_leak``              ``lab.fault_active("claim_leak")``: claims are not deallocated
+``claim_latency``           ``allocation`` / ``prepare``: seconds or ``{distribution: fixed, seconds}``,
+                            ``{distribution: uniform, min, max}``, ``{distribution: lognormal, median,
+                            sigma}``; ``seed``. ``FaultEngine.delay(what, key)`` draws once per key
+``numa_violation``          ``rate`` (default 1), ``seed``: count >= 2 claims with a matchAttribute
+                            numaNode constraint get devices on different NUMA nodes
 ``device_health_unknown``   ``node`` (required): Node condition GPUDeviceHealthy=Unknown and the
                             taint ``kubelab.gpufleet.io/gpu-health=unknown:NoSchedule``
 ``operator_never_ready``    the GPU Operator's CRs stay notReady (OperandNotReady)
@@ -28,6 +35,9 @@ and the request-shaped kinds take ``count`` (how many requests it hits):
 Run time: ``POST /kubelab/faults`` (one fault or a list; 201 with the stored faults and their ids),
 ``GET /kubelab/faults``, ``DELETE /kubelab/faults`` (all) or ``/kubelab/faults/<id>``;
 ``python -m kubelab fault --dir D --add '<json>' | --list | --clear``.
+
+The seeded kinds own a ``random.Random(seed)`` each, so the same seed gives the same draws; what the lab
+injected is recorded per claim in ``lab.claim_truth`` (kubelab.controllers.dra, GET /kubelab/claims/truth).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import random
 import re
 import threading
 import time
@@ -49,8 +60,10 @@ KINDS = {
     "eviction": {"delay": (int, float), "code": int, "count": int},
     "reboot": {"node": str, "comes_back": bool},
     "dra_plugin_restart": {"node": str},
-    "claim_allocation_failure": {"rate": (int, float)},
+    "claim_allocation_failure": {"rate": (int, float), "per": str, "seed": int},
     "claim_leak": {},
+    "claim_latency": {"allocation": (int, float, dict), "prepare": (int, float, dict), "seed": int},
+    "numa_violation": {"rate": (int, float), "seed": int},
     "device_health_unknown": {"node": str},
     "operator_never_ready": {},
 }
@@ -104,9 +117,60 @@ def validate_fault(fault) -> dict:
             raise ValueError("%s.path: not a regular expression: %s" % (kind, exc)) from exc
     if isinstance(params.get("method"), list) and not all(isinstance(m, str) for m in params["method"]):
         raise ValueError("%s.method: must be a string or a list of strings" % kind)
+    if "per" in params and params["per"] not in ("attempt", "pod"):
+        raise ValueError("%s.per: must be attempt or pod, got %r" % (kind, params["per"]))
+    for key in ("allocation", "prepare"):
+        if key in params:
+            _check_distribution("%s.%s" % (kind, key), params[key])
+    if kind == "claim_latency" and "allocation" not in params and "prepare" not in params:
+        raise ValueError("claim_latency: give allocation and/or prepare (seconds or {distribution: ...})")
     if kind == "eviction" and "delay" not in params and "code" not in params:
         raise ValueError("eviction: give delay (slow evictions) and/or code (failing evictions)")
     return {kind: copy.deepcopy(params)}
+
+
+DISTRIBUTIONS = {"fixed": ("seconds",), "uniform": ("min", "max"), "lognormal": ("median", "sigma")}
+
+
+def _check_distribution(field: str, value) -> None:
+    """A delay: a number of seconds >= 0 or ``{distribution: fixed|uniform|lognormal, ...}``."""
+    form = ("a number of seconds or {distribution: fixed, seconds: S} | {distribution: uniform, min: A, max: B} | "
+            "{distribution: lognormal, median: M, sigma: S}")
+    if isinstance(value, bool):
+        raise ValueError("%s: must be %s, got %r" % (field, form, value))
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError("%s: must be >= 0, got %r" % (field, value))
+        return
+    dist = value.get("distribution")
+    if dist not in DISTRIBUTIONS:
+        raise ValueError("%s.distribution: must be fixed, uniform or lognormal (%s), got %r" % (field, form, dist))
+    wanted = DISTRIBUTIONS[dist]
+    for key in value:
+        if key != "distribution" and key not in wanted:
+            raise ValueError("%s.%s: unknown for distribution %s (known: %s)" % (field, key, dist, ", ".join(wanted)))
+    for key in wanted:
+        number = value.get(key)
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise ValueError("%s.%s: is required, a number (%s)" % (field, key, form))
+        if number < 0:
+            raise ValueError("%s.%s: must be >= 0, got %r" % (field, key, number))
+    if dist == "uniform" and value["min"] > value["max"]:
+        raise ValueError("%s.min: must be <= max, got %r > %r" % (field, value["min"], value["max"]))
+    if dist == "lognormal" and value["median"] <= 0:
+        raise ValueError("%s.median: must be > 0, got %r" % (field, value["median"]))
+
+
+def draw(rng: random.Random, value) -> float:
+    """One delay in seconds from a validated ``allocation``/``prepare`` value."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    dist = value["distribution"]
+    if dist == "fixed":
+        return float(value["seconds"])
+    if dist == "uniform":
+        return rng.uniform(float(value["min"]), float(value["max"]))
+    return rng.lognormvariate(math.log(float(value["median"])), float(value["sigma"]))
 
 
 class Fault:
@@ -120,6 +184,14 @@ class Fault:
         self.end = math.inf if seconds is None else self.start + float(seconds)
         self.left = self.params.get("count")
         self.hits = 0
+        self.rng = random.Random(self.params.get("seed"))  # seeded: a run is reproducible
+        self.draws: dict = {}  # (what, key) -> the value drawn once (delay, failure, violation)
+
+    def once(self, what: str, key, make):
+        """The value drawn for ``(what, key)``: drawn on first use, then remembered (sticks)."""
+        if (what, key) not in self.draws:
+            self.draws[(what, key)] = make()
+        return self.draws[(what, key)]
 
     def active(self, now: float) -> bool:
         return self.start <= now < self.end and (self.left is None or self.left > 0)
@@ -193,12 +265,55 @@ class FaultEngine:
 
     def fault_rate(self, kind: str) -> float:
         """The failure rate (0..1) of ``kind`` now, e.g. ``fault_rate("claim_allocation")``."""
-        faults = self.active_faults(kind)
+        faults = [f for f in self.active_faults(kind) if f.params.get("per", "attempt") == "attempt"]
         if not faults:
             return 0.0
         for fault in faults:
             fault.hits += 1
         return max(float(f.params.get("rate", 1.0)) for f in faults)
+
+    def delay(self, what: str, key) -> float:
+        """``claim_latency``: the ``what`` (allocation | prepare) delay of ``key`` (a claim or pod), drawn once
+        per key from the fault's seeded generator; 0.0 without an active claim_latency fault."""
+        total = 0.0
+        for fault in self.active_faults("claim_latency"):
+            if what in fault.params:
+                with self.lock:
+                    total = max(total, fault.once(what, key, lambda f=fault: draw(f.rng, f.params[what])))
+        return total
+
+    def pod_allocation_fails(self, key) -> bool | None:
+        """``claim_allocation_failure`` with ``per: pod``: the decision for pod ``key``, drawn once (seeded) and
+        kept; None when no such fault is active (the per-attempt draw of ``fault_rate`` applies)."""
+        faults = [f for f in self.active_faults("claim_allocation_failure") if f.params.get("per") == "pod"]
+        if not faults:
+            return None
+        fails = False
+        with self.lock:
+            for fault in faults:
+                rate = float(fault.params.get("rate", 1.0))
+                fails = fault.once("fail", key, lambda f=fault, r=rate: f.rng.random() < r) or fails
+                fault.hits += 1
+        return fails
+
+    def numa_violation(self, key) -> bool:
+        """``numa_violation``: whether claim ``key`` gets devices on different NUMA nodes (drawn once, seeded)."""
+        violate = False
+        with self.lock:
+            for fault in self.active_faults_locked("numa_violation"):
+                rate = float(fault.params.get("rate", 1.0))
+                violate = fault.once("numa", key, lambda f=fault, r=rate: f.rng.random() < r) or violate
+        return violate
+
+    def active_faults_locked(self, kind: str) -> list:
+        now = time.monotonic()
+        return [f for f in self.faults if f.kind == kind and f.active(now)]
+
+    def wake_at(self, monotonic: float) -> None:
+        """Notify the store's waiters at ``monotonic`` (a controller that skipped work until then re-runs)."""
+        timer = threading.Timer(max(0.0, monotonic - time.monotonic()), self.lab_wake)
+        timer.daemon = True
+        timer.start()
 
     def nodes_down(self) -> set:
         """Nodes rebooting now (or lost); the simulated kubelet reports them NotReady."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from kubelab import discovery, validation
 from kubelab.api import Api
+from kubelab.controllers.dra import record_truth as dra_truth, truth_list
 from kubelab.errors import ApiError, bad_request, method_not_allowed, unauthorized
 from kubelab.faults import FaultEngine
 from kubelab.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -62,9 +64,23 @@ class LabServer:
         self._restore_custom_types()
         # -- lab part 2: faults (kubelab.faults), kubelet metrics (kubelab.metrics), DRA claim timings
         self.claim_timings = {}  # (namespace, name) -> {"created", "allocated", ...}: filled by the DRA part
+        self.claim_truth = {}  # ground truth per claim (kubelab.controllers.dra.record_truth), wall-clock
+        self._hook_truth()
         self.fault_engine = FaultEngine(self, self.scenario.get("faults"))
         self.faults.append(self.fault_engine.http_fault)
         self.metrics = KubeletMetrics(self)
+
+    def _hook_truth(self) -> None:
+        """Stamp claim ground truth when the store records the write (``Store.listeners``)."""
+        def listener(event_type, rtype, obj):
+            kind = getattr(rtype, "kind", None)
+            if kind in ("ResourceClaim", "Pod") and isinstance(obj, dict):
+                try:
+                    dra_truth(self, event_type, kind, obj)
+                except (KeyError, TypeError, AttributeError) as exc:
+                    self.controller_errors.append("claim truth: %r" % exc)
+
+        self.store.listeners.append(listener)
 
     def fault_active(self, kind: str, node: str | None = None) -> bool:
         """Is a fault of ``kind`` active now (for ``node``)? See kubelab.faults."""
@@ -138,6 +154,7 @@ class LabServer:
             self.store.changed.notify_all()
         self.httpd.shutdown()
         self.httpd.server_close()
+        self.store.close()  # the etcd watch thread that feeds the cache
 
 
 def _handler_for(lab: LabServer):
@@ -279,6 +296,15 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send_text(lab.metrics.render(parts[2]))
             if len(parts) == 1:
                 return self._send_text(lab.metrics.render())
+        if parts[:2] == ["claims", "truth"] and len(parts) == 2:
+            if method == "GET":
+                return self._send_json(200, truth_list(lab))
+            if method == "DELETE":
+                removed = len(lab.claim_truth)
+                lab.claim_truth.clear()
+                getattr(lab, "claim_truth_pods", {}).clear()
+                return self._send_json(200, {"removed": removed})
+            raise method_not_allowed()
         if parts[:1] == ["faults"] and len(parts) <= 2:
             if method == "GET" and len(parts) == 1:
                 return self._send_json(200, {"faults": lab.fault_engine.describe()})

@@ -10,11 +10,25 @@ resourceVersion is the etcd revision of the read. Writes are compare-and-swap tr
 All writes of one lab server pass through :class:`Store`, which appends each change to an
 in-memory event log (bounded); watches replay from it by revision. A watch from a revision
 older than the log answers 410 Expired, as kube-apiserver does when its watch cache is too short.
+
+Reads are served from an in-memory copy of the key space, as kube-apiserver serves lists from its
+watch cache and controllers read informer caches: the store loads every key below ``/registry/``
+once (one etcd prefix range) and then applies each of its own writes to the copy in the same
+critical section that records the event. etcd stays the truth: every write is still a
+compare-and-swap on the key's ``mod_revision``; when one fails because something wrote etcd behind
+the store's back, the key is re-read from etcd into the cache and the caller gets the conflict
+(the next try sees the new state). As kube-apiserver's cacher, the store also watches etcd (from the
+revision it loaded): writes made by another client (a second lab server on the same etcd) reach the
+cache, and wake the controllers, a moment later; the store's own writes come back on that watch and
+are skipped. Keys outside ``/registry/`` (the lab's generated root CA,
+``/kubelab/root-ca.crt``) are not API objects and are not cached. ``Store.resync()`` reloads
+everything after etcd changed underneath (a snapshot restore).
 """
 
 from __future__ import annotations
 
 import base64
+import bisect
 import copy
 import datetime
 import json
@@ -27,6 +41,9 @@ import requests
 from kubelab.errors import ApiError, already_exists, conflict, not_found
 
 EVENT_LOG_SIZE = 20000
+REGISTRY_PREFIX = "/registry/"  # every ResourceType key starts with it (resources.ResourceType.prefix)
+WATCH_READ_TIMEOUT = 10.0  # an idle etcd watch stream is reopened after this long (seconds)
+WATCH_GIVE_UP = 60  # consecutive failed reconnects (about a minute) after which the watch thread ends
 
 
 def now() -> str:
@@ -120,23 +137,200 @@ def _spec_part(obj: dict) -> dict:
 
 
 class Store:
-    """Create/read/update/delete/list of objects of any ResourceType, plus the event log."""
+    """Create/read/update/delete/list of objects of any ResourceType, plus the event log.
 
-    def __init__(self, etcd_url: str):
+    Reads come from the cache (see the module docstring): ``_objects`` maps each etcd key to its
+    (stored bytes, mod_revision) and ``_keys`` holds the same keys sorted as etcd sorts them (UTF-8
+    byte order is code point order), so a list is a bisected prefix range, as the etcd range it
+    replaces: it visits the keys of that resource type (and namespace) only. Objects are decoded
+    from the stored bytes on every read, so callers get fresh dicts they may change. ``_revision``
+    is the newest etcd revision the cache reflects (etcd's revision at load, then each write's).
+    Every access to the cache holds ``self.cache_lock``; writers also hold ``self.lock``.
+
+    ``watch`` (default on) runs a thread on an etcd watch of ``/registry/`` that applies writes made
+    by other etcd clients; ``_own`` holds the revisions of this store's writes until the watch echoes
+    them, ``_tombstones`` the revision of recent deletions (so an older event cannot resurrect a key).
+    ``close()`` ends the thread; it also ends by itself about a minute after etcd went away.
+    """
+
+    def __init__(self, etcd_url: str, watch: bool = True):
         self.etcd = Etcd(etcd_url)
+        # Two locks: ``lock`` serialises the writers (read the cached current object, compare-and-swap
+        # in etcd, record) and the watch's bookkeeping; ``cache_lock`` guards the cache, its revision
+        # and the event log and is held only for memory operations, so readers (lists, gets, waits)
+        # never queue behind a writer's etcd round trip. Every cache mutation holds both.
         self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)
+        self.cache_lock = threading.RLock()
+        self.changed = threading.Condition(self.cache_lock)
         self.events: deque = deque(maxlen=EVENT_LOG_SIZE)  # (revision, type, rtype, obj)
-        self.start_revision = self.etcd.revision()
         self.listeners: list = []  # callables(event_type, rtype, obj), called after each write
+        self._objects: dict[str, tuple[bytes, int]] = {}
+        self._keys: list[str] = []
+        self._revision = 0
+        self._watching = False
+        self._own: set[int] = set()
+        self._tombstones: dict[str, int] = {}
+        self._watched = 0  # the revision the etcd watch has delivered up to
+        self._epoch = 0  # bumped by resync(): the watch reopens from the reloaded revision
+        self._load()
+        self.start_revision = self._revision
+        self._watch_stop = threading.Event()
+        self._watch_thread = None
+        self._watching = watch
+        if watch:
+            self._watch_thread = threading.Thread(target=self._watch_loop, name="kubelab-etcd-watch", daemon=True)
+            self._watch_thread.start()
+
+    # -- cache --------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        """Read every object (one prefix range over ``/registry/``) into the cache."""
+        items, revision = self.etcd.range(REGISTRY_PREFIX, prefix=True)
+        with self.lock, self.cache_lock:
+            self._objects = {key: (value, mod) for key, value, mod in items}
+            self._keys = sorted(self._objects)
+            self._revision = revision
+            self._watched = revision
+            self._own.clear()
+            self._tombstones.clear()
+            self._epoch += 1
+
+    def _cache_put(self, key: str, value: bytes, mod: int) -> None:
+        if key not in self._objects:
+            bisect.insort(self._keys, key)
+        self._objects[key] = (value, mod)
+        self._revision = max(self._revision, mod)
+
+    def _cache_delete(self, key: str, revision: int) -> None:
+        if self._objects.pop(key, None) is not None:
+            index = bisect.bisect_left(self._keys, key)
+            if index < len(self._keys) and self._keys[index] == key:
+                del self._keys[index]
+        if self._watching and revision > self._watched:
+            self._tombstones[key] = max(self._tombstones.get(key, 0), revision)
+        self._revision = max(self._revision, revision)
+
+    def _reload_key(self, key: str) -> None:
+        """After a failed compare-and-swap: take etcd's current value of ``key`` (or its absence)."""
+        items, revision = self.etcd.range(key)
+        with self.cache_lock:
+            if items:
+                _key, value, mod = items[0]
+                self._cache_put(key, value, mod)
+            else:
+                self._cache_delete(key, revision)
+
+    def _apply_watched(self, events: list, epoch: int) -> bool:
+        """Apply one batch of etcd watch events; False when a resync made the stream stale."""
+        with self.lock, self.cache_lock:
+            if epoch != self._epoch:
+                return False
+            external = False
+            for event in events:
+                kv = event.get("kv") or {}
+                key = _unb64(kv.get("key", "")).decode("utf-8")
+                revision = int(kv.get("mod_revision", 0))
+                if revision in self._own:
+                    self._own.discard(revision)  # this store's own write: applied when it was made
+                else:
+                    entry = self._objects.get(key)
+                    known = max(entry[1] if entry else 0, self._tombstones.get(key, 0))
+                    if revision > known:
+                        external = True
+                        if event.get("type") == "DELETE":
+                            self._cache_delete(key, revision)
+                        else:
+                            self._cache_put(key, _unb64(kv.get("value", "")), revision)
+                self._watched = max(self._watched, revision)
+            if self._tombstones:
+                self._tombstones = {k: r for k, r in self._tombstones.items() if r > self._watched}
+            if external:  # no event for the log (it needs the type); wake the controllers' loops
+                self.changed.notify_all()
+            return True
+
+    def _mine(self, revision: int) -> None:
+        """Note a write of this store, for the watch to skip when it echoes it."""
+        if self._watching:
+            self._own.add(revision)
+
+    def _watch_loop(self) -> None:
+        try:
+            self._follow_etcd()
+        finally:
+            with self.lock, self.cache_lock:
+                self._watching = False
+                self._own.clear()
+                self._tombstones.clear()
+
+    def _follow_etcd(self) -> None:
+        """Follow etcd's watch of ``/registry/`` (the JSON gateway's streaming ``/watch``), reconnecting."""
+        session = requests.Session()
+        session.trust_env = False
+        failures = 0
+        while not self._watch_stop.is_set():
+            with self.lock:
+                start, epoch = self._watched + 1, self._epoch
+            request = {"create_request": {"key": _b64(REGISTRY_PREFIX), "range_end": _b64(_prefix_end(REGISTRY_PREFIX)),
+                                          "start_revision": start}}
+            try:
+                with session.post(self.etcd.url + (self.etcd.api or "/v3") + "/watch", json=request, stream=True,
+                                  timeout=(self.etcd.timeout, WATCH_READ_TIMEOUT)) as response:
+                    if response.status_code != 200:
+                        raise requests.RequestException("etcd watch: HTTP %d" % response.status_code)
+                    for line in response.iter_lines():
+                        if self._watch_stop.is_set():
+                            return
+                        if not line:
+                            continue
+                        result = json.loads(line).get("result") or {}
+                        failures = 0
+                        if result.get("canceled"):
+                            if result.get("compact_revision"):  # too old: relist, as a reflector does
+                                self.resync()
+                            break
+                        if result.get("events") and not self._apply_watched(result["events"], epoch):
+                            break
+            except (requests.RequestException, ValueError, ApiError):
+                if self._watch_stop.is_set():
+                    return
+                failures += 1
+                if failures >= WATCH_GIVE_UP:
+                    return
+                self._watch_stop.wait(min(0.1 * failures, 1.0))
+
+    def close(self) -> None:
+        """End the etcd watch thread (within ``WATCH_READ_TIMEOUT``); reads still answer from the cache."""
+        self._watch_stop.set()
+
+    def resync(self) -> int:
+        """Reload the whole cache from etcd; the new revision.
+
+        For when etcd changed underneath the store (a snapshot restored under a running lab, or
+        writes by another client): the cache is replaced by etcd's current state. The event log
+        cannot describe that change, so it starts over at the reloaded revision: a watch (or a
+        controller loop) from an older revision gets 410 Expired and relists, as clients of
+        kube-apiserver do when its watch cache is re-initialised. Restore with a bumped revision
+        (``etcdutl snapshot restore --bump-revision --mark-compacted``), as Kubernetes requires:
+        resourceVersions that go backwards confuse every client that holds one.
+        """
+        with self.lock, self.cache_lock:
+            self._load()
+            self.events.clear()
+            self.start_revision = self._revision
+            self.changed.notify_all()
+            return self._revision
+
+    def _entry(self, key: str) -> tuple[bytes, int] | None:
+        with self.cache_lock:
+            return self._objects.get(key)
 
     # -- reads --------------------------------------------------------------------------------
 
     def get(self, rtype, namespace: str | None, name: str) -> dict:
-        items, _rev = self.etcd.range(rtype.key(namespace, name))
-        if not items:
+        entry = self._entry(rtype.key(namespace, name))
+        if entry is None:
             raise not_found(rtype.group, rtype.plural, name)
-        _key, value, mod = items[0]
+        value, mod = entry
         return _with_rv(json.loads(value), mod)
 
     def get_or_none(self, rtype, namespace: str | None, name: str) -> dict | None:
@@ -147,24 +341,49 @@ class Store:
                 return None
             raise
 
-    def list(self, rtype, namespace: str | None = None) -> tuple[list[dict], int]:
-        items, revision = self.etcd.range(rtype.prefix(namespace), prefix=True)
-        objects = []
-        for key, value, mod in items:
-            # A cluster-wide prefix of a namespaced type holds "<ns>/<name>" keys only.
-            if rtype.namespaced and namespace is None and key[len(rtype.prefix(None)):].count("/") != 1:
-                continue
-            objects.append(_with_rv(json.loads(value), mod))
-        return objects, revision
+    def list(self, rtype, namespace: str | None = None, containing: bytes | None = None) -> tuple[list[dict], int]:
+        """Objects of ``rtype`` (in ``namespace``, or all) and the cache's revision they are current at.
+
+        ``containing``: only objects whose stored JSON holds these bytes (a cheap pre-filter before
+        decoding, e.g. a UID when looking for an owner's dependents; the caller checks the field)."""
+        prefix = rtype.prefix(namespace)
+        # A cluster-wide prefix of a namespaced type holds "<ns>/<name>" keys only.
+        nested_only = rtype.namespaced and namespace is None
+        with self.cache_lock:
+            low = bisect.bisect_left(self._keys, prefix)
+            high = bisect.bisect_left(self._keys, _prefix_end(prefix), low)
+            entries = [(key, self._objects[key]) for key in self._keys[low:high]]
+            revision = self._revision
+        # The stored bytes never change in place: decoding them needs no lock.
+        base = len(rtype.prefix(None))
+        return [_with_rv(json.loads(value), mod) for key, (value, mod) in entries
+                if (not nested_only or key[base:].count("/") == 1) and (containing is None or containing in value)], revision
 
     def revision(self) -> int:
-        return self.etcd.revision()
+        """The newest revision the cache (and so the event log) reflects.
+
+        Controllers wait for events after it; every event recorded later has a higher revision.
+        Writes of other etcd clients below ``/registry/`` move it when the watch brings them (they
+        have no event in this store's log); the generated root CA key, outside ``/registry/``, moves
+        etcd's own revision only: it is no API object and has no event.
+        """
+        with self.cache_lock:
+            return self._revision
 
     # -- writes -------------------------------------------------------------------------------
 
-    def _record(self, revision: int, event_type: str, rtype, obj: dict) -> None:
-        self.events.append((revision, event_type, rtype, copy.deepcopy(obj)))
-        self.changed.notify_all()
+    def _commit(self, key: str, stored: bytes | None, revision: int, event_type: str, rtype, obj: dict) -> None:
+        """A write made in etcd (``lock`` held): into the cache and the event log at once (``cache_lock``),
+        the waiters woken, then the listeners called (outside ``cache_lock``: they may read)."""
+        self._mine(revision)
+        event = (revision, event_type, rtype, copy.deepcopy(obj))
+        with self.cache_lock:
+            if stored is None:
+                self._cache_delete(key, revision)
+            else:
+                self._cache_put(key, stored, revision)
+            self.events.append(event)
+            self.changed.notify_all()
         for listener in list(self.listeners):
             listener(event_type, rtype, obj)
 
@@ -183,14 +402,16 @@ class Store:
         with self.lock:
             key = rtype.key(namespace, meta["name"])
             if dry_run:
-                if self.etcd.range(key)[0]:
+                if key in self._objects:
                     raise already_exists(rtype.group, rtype.plural, meta["name"])
-                return _with_rv(obj, self.etcd.revision())
-            ok, revision = self.etcd.txn_put(key, _stored(obj), 0)
+                return _with_rv(obj, self._revision)
+            stored = _stored(obj)
+            ok, revision = self.etcd.txn_put(key, stored, 0)
             if not ok:
+                self._reload_key(key)  # it exists in etcd: written behind the store's back
                 raise already_exists(rtype.group, rtype.plural, meta["name"])
             _with_rv(obj, revision)
-            self._record(revision, "ADDED", rtype, obj)
+            self._commit(key, stored, revision, "ADDED", rtype, obj)
             return copy.deepcopy(obj)
 
     def update(self, rtype, obj: dict, expected_rv: str | None = None, dry_run: bool = False,
@@ -200,17 +421,18 @@ class Store:
         ``expected_rv`` is the client's resourceVersion precondition (None = unconditional). A
         write that changes nothing is not written: the resourceVersion stays, as in Kubernetes.
         Identity fields are the stored ones; ``deleting`` lets the deletion path set
-        ``deletionTimestamp`` and ``deletionGracePeriodSeconds``.
+        ``deletionTimestamp`` and ``deletionGracePeriodSeconds``. The current object is the cached
+        one; the compare-and-swap on its mod_revision catches a cache that etcd has moved past.
         """
         meta = obj.setdefault("metadata", {})
         namespace = meta.get("namespace") if rtype.namespaced else None
         name = meta["name"]
         with self.lock:
             key = rtype.key(namespace, name)
-            items, _rev = self.etcd.range(key)
-            if not items:
+            entry = self._objects.get(key)
+            if entry is None:
                 raise not_found(rtype.group, rtype.plural, name)
-            _key, value, mod = items[0]
+            value, mod = entry
             if expected_rv not in (None, "") and str(expected_rv) != str(mod):
                 raise conflict(rtype.group, rtype.plural, name,
                                "the object has been modified; please apply your changes to the latest version and try again")
@@ -230,16 +452,18 @@ class Store:
                 meta["generation"] = meta["generation"] + 1
             obj["apiVersion"] = rtype.api_version
             obj["kind"] = rtype.kind
-            if _stored(obj) == _stored(current):
+            stored = _stored(obj)
+            if stored == value or stored == _stored(current):
                 return _with_rv(current, mod)
             if dry_run:
                 return _with_rv(obj, mod)
-            ok, revision = self.etcd.txn_put(key, _stored(obj), mod)
+            ok, revision = self.etcd.txn_put(key, stored, mod)
             if not ok:
+                self._reload_key(key)
                 raise conflict(rtype.group, rtype.plural, name, "the object has been modified; please apply your "
                                "changes to the latest version and try again")
             _with_rv(obj, revision)
-            self._record(revision, "MODIFIED", rtype, obj)
+            self._commit(key, stored, revision, "MODIFIED", rtype, obj)
             return copy.deepcopy(obj)
 
     def delete(self, rtype, namespace: str | None, name: str, expected_rv: str | None = None,
@@ -247,10 +471,10 @@ class Store:
         """Remove the object now (graceful deletion and finalizers are the caller's business)."""
         with self.lock:
             key = rtype.key(namespace, name)
-            items, _rev = self.etcd.range(key)
-            if not items:
+            entry = self._objects.get(key)
+            if entry is None:
                 raise not_found(rtype.group, rtype.plural, name)
-            _key, value, mod = items[0]
+            value, mod = entry
             current = json.loads(value)
             if expected_rv not in (None, "") and str(expected_rv) != str(mod):
                 raise conflict(rtype.group, rtype.plural, name, "the ResourceVersion in the precondition (%s) does not "
@@ -264,16 +488,17 @@ class Store:
                 return _with_rv(current, mod)
             ok, revision = self.etcd.txn_delete(key, mod)
             if not ok:
+                self._reload_key(key)
                 raise conflict(rtype.group, rtype.plural, name, "the object has been modified")
             _with_rv(current, revision)
-            self._record(revision, "DELETED", rtype, current)
+            self._commit(key, None, revision, "DELETED", rtype, current)
             return current
 
     # -- watch --------------------------------------------------------------------------------
 
     def events_after(self, revision: int) -> list:
         """Events with a revision above ``revision``; ApiError 410 when the log no longer has them."""
-        with self.lock:
+        with self.cache_lock:
             oldest = self.events[0][0] if self.events else None
             if revision < self.start_revision or (oldest is not None and len(self.events) == self.events.maxlen
                                                   and revision < oldest - 1):

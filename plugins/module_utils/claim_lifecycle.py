@@ -35,6 +35,7 @@ __metaclass__ = type
 import datetime
 import json
 import re
+import sys
 import threading
 import time
 
@@ -475,6 +476,9 @@ class LifecycleRun:
     def run(self):
         """Every lifecycle of the plan; returns the records (cleanup is the caller's ``finally``)."""
         plan = self.plan
+        # the watch threads stamp each event as it arrives: a 1 ms interpreter switch interval (default 5 ms)
+        # keeps the stamp within about a millisecond of the receipt while the main loop makes API calls
+        sys.setswitchinterval(0.001)
         self.started_at = utc_now()
         deadline = self.clock() + plan["timeout"]
         self.refresh_devices()
@@ -657,6 +661,16 @@ class LifecycleRun:
             devices = allocated_devices(obs.first_allocation, self.devices)
         if not times.get("created_at"):  # no claim was ever seen: claim_stats refuses times without created_at
             times = {}
+        created = times.get("created_at")
+        late = [name for name in ("delete_requested_at", "scheduled_at", "ready_at")
+                if created and times.get(name) and claim_stats.parse_time(times[name]) < claim_stats.parse_time(created)]
+        if late and life.kind != "extended":
+            # the claim appeared only after the lifecycle had ended (or the pod ran without it): the times
+            # cannot be ordered around a creation that came last; they go into the error, not the record
+            error_class = error_class or "ClaimLate"
+            error = (error + "; " if error else "") + "claim %s first seen at %s, after %s" % (
+                life.claim, created, ", ".join("%s %s" % (name, times[name]) for name in late))
+            times = {}
         asked_at = times.get("delete_requested_at")
         for name in ("deallocated_at", "deleted_at"):
             if asked_at and times.get(name) and claim_stats.parse_time(times[name]) < claim_stats.parse_time(asked_at):
@@ -664,10 +678,14 @@ class LifecycleRun:
                 error_class = error_class or "ClaimLost"
                 error = (error + "; " if error else "") + "claim %s %s at %s, before the deletion was asked at %s" % (
                     life.claim, name[:-3], times.pop(name), asked_at)
-        return claim_stats.record(
-            life.claim or life.pod, life.kind, namespace=self.ns, pod=life.pod, uid=obs.uid if obs else None,
-            node=life.node, devices=devices or [], error_class=error_class, error=error,
-            numa_constraint=life.kind == "numa", leaked=leaked and bool(times), **times)
+        fields = dict(namespace=self.ns, pod=life.pod, uid=obs.uid if obs else None, node=life.node,
+                      devices=devices or [], numa_constraint=life.kind == "numa")
+        try:
+            return claim_stats.record(life.claim or life.pod, life.kind, error_class=error_class, error=error,
+                                      leaked=leaked and bool(times), **dict(fields, **times))
+        except claim_stats.ClaimStatsError as exc:  # observations that do not make a valid record: kept as an error
+            return claim_stats.record(life.claim or life.pod, life.kind, error_class="RecordInvalid",
+                                      error="%s (observed %s%s)" % (exc, times, "; " + error if error else ""), **fields)
 
     # -- cleanup ---------------------------------------------------------------------------------
 

@@ -423,6 +423,9 @@ def main():
         failure = "interrupted (%s) after %d of %d lifecycles" % (exc, len(run.records), plan["count"])
     except K8sApiError as exc:
         failure = "%s (after %d of %d lifecycles)" % (exc, len(run.records), plan["count"])
+    except Exception as exc:  # pylint: disable=broad-except
+        # never a traceback: the run stops, cleans up and reports what it measured
+        failure = "unexpected %s: %s (after %d of %d lifecycles)" % (type(exc).__name__, exc, len(run.records), plan["count"])
     finally:
         try:
             left = run.cleanup(plan["cleanup_timeout"])

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from kubelab.errors import ApiError
 
@@ -19,6 +20,9 @@ class Controller:
 
     watches: tuple = ()
     resync_seconds = 1.0
+    # Events that come closer together than this are handled by one pass (a workqueue's batching):
+    # a burst of writes costs one reconcile, not one per event.
+    batch_seconds = 0.2
 
     def __init__(self, lab):
         self.lab = lab
@@ -45,6 +49,7 @@ class Controller:
     def _run(self) -> None:
         revision = self.store.revision()
         while not self.stop_event.is_set():
+            started = time.monotonic()
             try:
                 self.reconcile()
             except ApiError as exc:
@@ -52,13 +57,30 @@ class Controller:
                     self.lab.controller_errors.append("%s: %s" % (type(self).__name__, exc.message))
             except Exception as exc:  # pylint: disable=broad-except
                 self.lab.controller_errors.append("%s: %r" % (type(self).__name__, exc))
+            revision, by_event = self._wait(revision)
+            pause = started + self.batch_seconds - time.monotonic()
+            if by_event and pause > 0:  # a timer's or a resync's wake-up is served at once
+                self.stop_event.wait(pause)
+
+    def _wait(self, revision: int) -> int:
+        """Until an event of a watched kind (any kind when ``watches`` is empty), the resync period or stop:
+        like an informer's handlers, events of other kinds do not wake the loop. Returns the revision seen and
+        whether events woke it (not a resync, a stop or a bare notify such as a fault's timer)."""
+        due = time.monotonic() + self.resync_seconds
+        while not self.stop_event.is_set():
+            left = due - time.monotonic()
+            if left <= 0:
+                return revision, False
             try:
-                events = self.store.wait_for_events(revision, self.resync_seconds)
+                events = self.store.wait_for_events(revision, left)
             except ApiError:
-                revision = self.store.revision()
-                continue
-            if events:
-                revision = events[-1][0]
+                return self.store.revision(), False
+            if not events:
+                return revision, False
+            revision = events[-1][0]
+            if not self.watches or any(event[2].kind in self.watches for event in events):
+                return revision, True
+        return revision, False
 
     def reconcile(self) -> None:
         raise NotImplementedError

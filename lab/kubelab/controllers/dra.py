@@ -32,11 +32,23 @@ device-taint eviction controller, and the device allocator that the scheduler's 
 
 ``lab.claim_timings[(namespace, name)]`` holds monotonic seconds of ``created``, ``allocated``,
 ``prepared`` (the plugin saw the pod on its node), ``pod_started``, ``deallocated`` and ``deleted``.
+
+Ground truth (``lab.claim_truth``, ``record_truth`` is a Store listener set up by LabServer): per claim,
+keyed (namespace, claim name), or ("pod", namespace, pod name) for a pod refused by an injected failure
+before any claim existed, ``{namespace, claim, pod, pod_uid, kind: template|extended|claim, created,
+allocated, prepared, running, ready, deallocated, deleted, devices: [{driver, pool, device}], injected:
+{allocation_delay, prepare_delay, allocation_failure, numa_violation, leak}}``; the times are wall clock
+(RFC 3339 UTC, 9 fraction digits) taken when the store recorded the write (``prepared``: the kubelet's
+NodePrepareResources over, just before its Running write). A MIG-enabled GPU whose annotation lists no
+``mig_devices`` (node trees such as ``mig-h100``) is published with ``default_mig_devices``. The
+``numa_violation`` fault makes the Allocator ignore a claim's ``matchAttribute`` numaNode constraint and
+pick devices on different NUMA nodes when there are such (else it allocates normally).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
 import json
 import os
@@ -62,6 +74,7 @@ POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 NO_FIT = "cannot allocate all claims"
+NUMA_ATTRIBUTE = "resource.kubernetes.io/numaNode"
 # productName fragment -> (architecture, CUDA compute capability)
 _ARCH = (("GB200", "Blackwell", "10.0"), ("B200", "Blackwell", "10.0"), ("H200", "Hopper", "9.0"),
          ("H100", "Hopper", "9.0"), ("H800", "Hopper", "9.0"), ("L40", "Ada Lovelace", "8.9"),
@@ -81,6 +94,106 @@ def mark(lab, namespace: str, name: str, what: str, once: bool = True) -> None:
     entry = timings(lab, namespace, name)
     if not once or what not in entry:
         entry[what] = time.monotonic()
+
+
+# -- ground truth per claim (lab.claim_truth), in wall-clock time -------------------------------
+
+TRUTH_TIMES = ("created", "allocated", "prepared", "running", "ready", "deallocated", "deleted")
+
+
+def rfc3339_ns(ns: int | None = None) -> str:
+    """``time.time_ns()`` as RFC 3339 UTC with 9 fraction digits (2026-01-02T03:04:05.123456789Z)."""
+    ns = time.time_ns() if ns is None else ns
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 1_000_000_000)) + ".%09dZ" % (ns % 1_000_000_000)
+
+
+def truth(lab, key: tuple) -> dict:
+    """The ground-truth entry of ``key``: (namespace, claim name), or ("pod", namespace, pod name) for a pod
+    refused before any claim of it existed."""
+    table = getattr(lab, "claim_truth", None)
+    if table is None:
+        table = lab.claim_truth = {}
+    entry = table.get(key)
+    if entry is None:
+        entry = table[key] = {"namespace": key[-2], "claim": key[-1] if len(key) == 2 else None,
+                              "pod": key[-1] if len(key) == 3 else None, "pod_uid": None,
+                              "kind": "extended" if len(key) == 3 else "claim"}
+        entry.update({name: None for name in TRUTH_TIMES})
+        entry.update(devices=[], injected={"allocation_delay": 0.0, "prepare_delay": 0.0, "allocation_failure": False,
+                                           "numa_violation": False, "leak": False})
+    return entry
+
+
+def stamp(lab, key: tuple, what: str, once: bool = True) -> None:
+    entry = truth(lab, key)
+    if not once or entry.get(what) is None:
+        entry[what] = rfc3339_ns()
+
+
+def inject(lab, key: tuple, what: str, value) -> None:
+    truth(lab, key)["injected"][what] = value
+
+
+def truth_list(lab) -> list:
+    """``lab.claim_truth`` as GET /kubelab/claims/truth serves it: sorted by namespace, claim (or pod)."""
+    entries = list((getattr(lab, "claim_truth", None) or {}).values())
+    return sorted(copy.deepcopy(entries), key=lambda e: (e["namespace"] or "", e["claim"] or "", e["pod"] or ""))
+
+
+def record_truth(lab, event_type: str, kind: str, obj: dict) -> None:
+    """Called for every store event (the moment the lab wrote the state): claim created / allocated /
+    deallocated / deleted, and running / ready of the pods holding claims."""
+    if kind == "Pod":
+        ns, uid = meta(obj).get("namespace"), meta(obj).get("uid")
+        if event_type == "ADDED":
+            created = getattr(lab, "pod_created", None)
+            if created is None:
+                created = lab.pod_created = {}
+            created[uid] = time.time()
+        keys = (getattr(lab, "claim_truth_pods", None) or {}).get(uid) or ()
+        if not keys or event_type == "DELETED":
+            return
+        running = status(obj).get("phase") == "Running"
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status(obj).get("conditions") or [])
+        for key in keys:
+            if running:
+                stamp(lab, key, "running")
+            if ready:
+                stamp(lab, key, "ready")
+        return
+    if kind != "ResourceClaim":
+        return
+    key = (meta(obj).get("namespace"), meta(obj).get("name"))
+    entry = truth(lab, key)
+    if event_type == "ADDED":
+        stamp(lab, key, "created")
+        created = getattr(lab, "claim_created", None)
+        if created is None:
+            created = lab.claim_created = {}
+        created[key] = time.time()  # t0 of the claim_latency allocation delay
+        annotations = meta(obj).get("annotations") or {}
+        entry["kind"] = ("extended" if annotations.get(EXTENDED_ANNOTATION) == "true"
+                         else "template" if annotations.get(POD_CLAIM_ANNOTATION) else "claim")
+    if event_type == "DELETED":
+        stamp(lab, key, "deleted")
+        return
+    owner = next((r for r in meta(obj).get("ownerReferences") or [] if r.get("kind") == "Pod"), None)
+    reserved = next((r for r in status(obj).get("reservedFor") or [] if r.get("resource") == "pods"), None)
+    ref = reserved or owner
+    if ref is not None and entry["pod_uid"] is None:
+        entry["pod"], entry["pod_uid"] = ref.get("name"), ref.get("uid")
+        pods = getattr(lab, "claim_truth_pods", None)
+        if pods is None:
+            pods = lab.claim_truth_pods = {}
+        pods.setdefault(ref.get("uid"), []).append(key)
+    results = ((status(obj).get("allocation") or {}).get("devices") or {}).get("results") or []
+    if status(obj).get("allocation"):
+        if entry["allocated"] is None:
+            stamp(lab, key, "allocated")
+            entry["devices"] = [{"driver": r.get("driver"), "pool": r.get("pool"), "device": r.get("device")}
+                                for r in results]
+    elif entry["allocated"] is not None:
+        stamp(lab, key, "deallocated")
 
 
 def semver(text: str) -> str:
@@ -128,6 +241,21 @@ def _vfio_device(name: str, gpu: dict, iommufd: bool) -> dict:
     return {"name": name, "attributes": attrs, "capacity": {}}
 
 
+def default_mig_devices(gpu: dict) -> list:
+    """The MIG instances of a MIG-enabled GPU whose annotation lists none (``kubelab.gpunodes`` only knows
+    ``mig_mode``, e.g. the ``mig-h100`` node tree): two half-GPU instances ``3g.<half>gb``, as the tree's
+    nvidia-ctk spec (devices 0:0 and 0:1) has, with UUIDs derived from the parent's."""
+    memory = int(gpu.get("memory_mib") or 0)
+    half = memory // 2
+    profile = "3g.%dgb" % max(1, round(half / 1024))
+    out = []
+    for number in range(2):
+        digest = hashlib.sha256(("%s/mig/%d" % (gpu.get("uuid", ""), number)).encode()).hexdigest()
+        uuid = "MIG-%s-%s-%s-%s-%s" % (digest[:8], digest[8:12], digest[12:16], digest[16:20], digest[20:32])
+        out.append({"uuid": uuid, "profile": profile, "memory_mib": half})
+    return out
+
+
 def node_devices(node: dict, passthrough: bool = False) -> list:
     """The devices the plugin publishes for ``node`` (raises ValueError on a malformed annotation);
     with ``passthrough`` (the PassthroughSupport gate) also the ``vfio`` devices."""
@@ -144,7 +272,7 @@ def node_devices(node: dict, passthrough: bool = False) -> list:
     for position, gpu in enumerate(gpus):
         index = int(gpu.get("index", position))
         if str(gpu.get("mig_mode", "")).lower() == "enabled":
-            for number, mig in enumerate(gpu.get("mig_devices") or []):
+            for number, mig in enumerate(gpu.get("mig_devices") or default_mig_devices(gpu)):
                 profile = str(mig.get("profile", ""))
                 attrs = _attributes(gpu, "mig", versions)
                 attrs.update(uuid={"string": str(mig.get("uuid", ""))}, parentUUID={"string": str(gpu.get("uuid", ""))},
@@ -417,10 +545,14 @@ class Allocator:
 
     LIMIT = 20000  # combinations tried before giving up
 
-    def __init__(self, view: DeviceView, node: str):
+    def __init__(self, view: DeviceView, node: str, violate=()):
         self.view, self.node = view, node
         self.devices = view.devices(node)
         self.tries = 0
+        # fault numa_violation: indices of claim specs whose matchAttribute numaNode constraint is ignored and
+        # whose devices are to span NUMA nodes when the node has such devices (else allocated normally)
+        self.violate: set = set(violate)
+        self.strict = False
 
     def candidates(self, wanted: dict) -> list:
         cls = self.view.classes.get(wanted.get("deviceClassName", ""))
@@ -443,7 +575,14 @@ class Allocator:
             for request in (claim_spec.get("devices") or {}).get("requests") or []:
                 slots.append((index, _alternatives(request)))
         chosen: list = []
-        if not self._search(slots, 0, chosen, claim_specs):
+        found = False
+        if self.violate:
+            self.strict = True
+            found = self._search(slots, 0, chosen, claim_specs)
+            self.strict, self.tries = False, 0
+            if not found:
+                self.violate, chosen = set(), []
+        if not found and not self._search(slots, 0, chosen, claim_specs):
             return None
         out: list = [[] for _spec in claim_specs]
         for index, name, wanted, dev in chosen:
@@ -452,7 +591,9 @@ class Allocator:
 
     def _search(self, slots: list, position: int, chosen: list, claim_specs: list) -> bool:
         if position == len(slots):
-            return True
+            return not self.strict or all(
+                len({(dev.attribute(NUMA_ATTRIBUTE) or 0) for i, _n, _w, dev in chosen if i == index}) > 1
+                for index in self.violate)
         index, alternatives = slots[position]
         used = {dev.key for _i, _n, w, dev in chosen if not w.get("adminAccess")}
         for name, wanted in alternatives:
@@ -470,15 +611,18 @@ class Allocator:
                     return False
                 added = [(index, name, wanted, dev) for dev in combo]
                 chosen.extend(added)
-                if self._constraints_hold(claim_specs[index], [c for c in chosen if c[0] == index]) and \
+                if self._constraints_hold(claim_specs[index], [c for c in chosen if c[0] == index],
+                                          index in self.violate) and \
                         self._search(slots, position + 1, chosen, claim_specs):
                     return True
                 del chosen[len(chosen) - len(added):]
         return False
 
     @staticmethod
-    def _constraints_hold(claim_spec: dict, picks: list) -> bool:
+    def _constraints_hold(claim_spec: dict, picks: list, ignore_numa: bool = False) -> bool:
         for constraint in (claim_spec.get("devices") or {}).get("constraints") or []:
+            if ignore_numa and constraint.get("matchAttribute") == NUMA_ATTRIBUTE:
+                continue  # fault numa_violation
             names = constraint.get("requests") or []
             devs = [dev for _i, name, _w, dev in picks if not names or name in names or name.split("/")[0] in names]
             for field, distinct in (("matchAttribute", False), ("distinctAttribute", True)):
@@ -492,6 +636,20 @@ class Allocator:
                 if (len(set(keys)) != len(keys)) if distinct else len(set(keys)) > 1:
                     return False
         return True
+
+
+def numa_eligible(claim_spec: dict) -> bool:
+    """A claim the ``numa_violation`` fault applies to: a request of count >= 2 and a matchAttribute
+    constraint on resource.kubernetes.io/numaNode."""
+    devices = claim_spec.get("devices") or {}
+    if not any(c.get("matchAttribute") == NUMA_ATTRIBUTE for c in devices.get("constraints") or []):
+        return False
+    return any(int(alt.get("count") or 1) >= 2 for request in devices.get("requests") or []
+               for _name, alt in _alternatives(request))
+
+
+def numa_nodes(picks: list) -> set:
+    return {dev.attribute(NUMA_ATTRIBUTE) for _name, _wanted, dev in picks}
 
 
 def allocation_status(view: DeviceView, claim_spec: dict, picks: list, node: str) -> dict:
@@ -562,6 +720,11 @@ class ResourceClaimController(Controller):
                 mark(self.lab, ns, name, "pod_started")
         allocated = bool(status(claim).get("allocation"))
         if getattr(self.lab, "fault_active", None) and self.lab.fault_active("claim_leak"):
+            owner = generated_for(claim)
+            if valid != reserved or (allocated and not valid) or (
+                    owner is not None and not terminating(claim) and not valid
+                    and _pod_done(pods.get((ns, owner.get("name"))), owner.get("uid"))):
+                inject(self.lab, (ns, name), "leak", True)  # truth: this claim was affected by the leak
             return  # fault injection: claims are not unreserved, deallocated or deleted (a leak)
         if valid != reserved or (allocated and not valid):
             new_status = copy.deepcopy(status(claim))

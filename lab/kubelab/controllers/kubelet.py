@@ -21,7 +21,10 @@ in seconds):
   and ``containerStatuses`` (running, started, restartCount 0, an imageID
   ``<repository>@sha256:<sha256 of the image reference>`` and a containerd containerID); the
   containers and the pod are Ready at once, or ``pod_ready_seconds`` (0) after Running (a readiness
-  probe's delay);
+  probe's delay); a pod with DRA claims (``spec.resourceClaims`` or an extended-resource claim) waits
+  on top of that for NodePrepareResources: the ``claim_latency`` fault's ``prepare`` delay, drawn once
+  per pod and counted from when the kubelet first sees the pod bound (claims are allocated before
+  binding), with a wake-up at the due time; ``claim_truth``'s ``prepared`` is stamped then;
 * Running pods that run to completion - a Job's, and bare pods (no controller) with restartPolicy
   Never or OnFailure: Succeeded (containers terminated, exit 0, reason Completed) after
   ``job_pod_seconds`` (0.5);
@@ -43,6 +46,7 @@ import uuid
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (condition, controller_ref, meta, node_ready, set_condition, spec, status,
                                         terminating, write_status)
+from kubelab.controllers.dra import inject, stamp
 from kubelab.store import now
 
 MANAGER = "kubelet"
@@ -93,6 +97,7 @@ class KubeletController(Controller):
         self.since: dict = {}  # pod uid -> (what, monotonic time it was first seen so)
         self.boots: dict = {}  # node -> reboots whose new bootID is written
         self._cidrs: set = set()
+        self.prepare_woken: set = set()  # pod uids whose prepare delay has a wake-up timer
 
     def _knob(self, key: str, default: float) -> float:
         try:
@@ -116,6 +121,25 @@ class KubeletController(Controller):
         if seen is None or seen[0] != what:
             seen = self.since[uid] = (what, time.monotonic())
         return time.monotonic() - seen[1]
+
+    def _claim_keys(self, pod: dict) -> list:
+        return list((getattr(self.lab, "claim_truth_pods", None) or {}).get(meta(pod).get("uid")) or ())
+
+    def _prepare_delay(self, pod: dict) -> float:
+        """``claim_latency`` prepare: NodePrepareResources of the pod's claims takes d seconds (drawn once per
+        pod), counted from when the kubelet first sees the pod bound (its claims are allocated before binding)."""
+        engine = getattr(self.lab, "fault_engine", None)
+        uses_claims = spec(pod).get("resourceClaims") or status(pod).get("extendedResourceClaimStatus")
+        if engine is None or not uses_claims:
+            return 0.0
+        uid = meta(pod).get("uid")
+        delay = engine.delay("prepare", ("pod", uid))
+        if delay and uid not in self.prepare_woken:
+            self.prepare_woken.add(uid)
+            engine.wake_at(self.since[uid][1] + self._knob("pod_start_seconds", 0.2) + delay)
+            for key in self._claim_keys(pod):
+                inject(self.lab, key, "prepare_delay", delay)
+        return delay
 
     def reconcile(self) -> None:
         down = self.nodes_down()
@@ -196,7 +220,9 @@ class KubeletController(Controller):
                 write_status(self.api, self.pods, pod, self._creating(pod, node), MANAGER)
                 self._elapsed(uid, "creating")
                 return True
-            if self._elapsed(uid, "creating") >= self._knob("pod_start_seconds", 0.2):
+            if self._elapsed(uid, "creating") >= self._knob("pod_start_seconds", 0.2) + self._prepare_delay(pod):
+                for key in self._claim_keys(pod):
+                    stamp(self.lab, key, "prepared")
                 ready = self._knob("pod_ready_seconds", 0.0) <= 0
                 write_status(self.api, self.pods, pod, self._running(pod, node, pods, ready), MANAGER)
                 return runs_to_completion(pod) or not ready

@@ -83,7 +83,7 @@ class _EventGated(Controller):
         self._last_full = 0.0
 
     def due(self) -> bool:
-        with self.store.lock:
+        with self.store.cache_lock:  # the event log's lock
             newest = self.store.events[-1][0] if self.store.events else 0
             relevant = False
             for revision, _event_type, rtype, _obj in reversed(self.store.events):

@@ -47,12 +47,19 @@ allocator are in ``kubelab.controllers.dra``):
   ``resource.kubernetes.io/extended-resource-claim: "true"``, one request ``container-<i>-request-<j>``
   per container and resource; init containers are not counted) recorded in the pod's
   ``status.extendedResourceClaimStatus``; node allocatable is not consulted there.
+
+Fault injection (kubelab.faults): ``claim_allocation_failure`` (per attempt in ``plan``, or with ``per: pod``
+once per pod, sticky, before any node is tried), ``claim_latency`` ``allocation`` (a pod whose unallocated
+claim is younger than its delay is skipped, and the engine wakes the loop at the due time: t0 = the claim's
+creation, or the pod's for the extended-resource claim) and ``numa_violation`` (``Allocator(violate=...)``);
+each recorded in ``lab.claim_truth[...]["injected"]``.
 """
 
 from __future__ import annotations
 
 import copy
 import random
+import time
 
 from kubelab.controllers import Controller
 from kubelab import cel
@@ -61,11 +68,12 @@ from kubelab.controllers.common import (meta, node_affinity_matches, node_ready,
                                         write_status)
 from kubelab.controllers.dra import (EXTENDED_ANNOTATION, FINALIZER, IMPLICIT_PREFIX, NO_FIT, POD_CLAIM_ANNOTATION,
                                      AllocationError, Allocator, DeviceView, Unresolvable, allocation_status, backend,
-                                     claim_devices, mark)
+                                     claim_devices, inject, mark, numa_eligible, numa_nodes, truth)
 from kubelab.errors import ApiError
 
 GPU = "nvidia.com/gpu"
 MANAGER = "kube-scheduler"
+INJECTED_FAILURE = "injected claim allocation failure (kubelab fault)"
 
 
 def _extended_names(pod_spec: dict) -> set:
@@ -151,6 +159,13 @@ class SchedulerController(Controller):
                 message = "0/%d nodes are available: %s." % (len(nodes), exc)
                 write_status(self.api, self.pods, pod, _unschedulable_status(pod, message), MANAGER)
                 return
+        if dra is not None and (claims or extended is not None or dra.wants_devices(pod, nodes)):
+            if dra.injected_failure(pod, claims, extended):
+                message = "0/%d nodes are available: %s: %s." % (len(nodes), NO_FIT, INJECTED_FAILURE)
+                write_status(self.api, self.pods, pod, _unschedulable_status(pod, message), MANAGER)
+                return
+            if not dra.allocation_due(pod, claims, extended):
+                return  # claim_latency: woken again when the allocation delay is over
         reasons: dict[str, int] = {}
         fitting, plans = [], {}
         for node in nodes:
@@ -196,6 +211,8 @@ class DraScheduling:
         self.claims = scheduler.rtype("resource.k8s.io", "v1", "resourceclaims")
         self.templates = scheduler.rtype("resource.k8s.io", "v1", "resourceclaimtemplates")
         self.view = DeviceView(self.api, scheduler.registry)
+        self.engine = getattr(self.lab, "fault_engine", None)
+        self.delays: dict = {}  # claim key (or ("pod", ns, name) for the extended claim) -> allocation delay
         self.extended: dict = {}  # extended resource name -> DeviceClass (the newest naming it)
         classes = sorted(self.view.classes.values(), key=lambda c: meta(c)["name"])
         for cls in sorted(classes, key=lambda c: meta(c).get("creationTimestamp", ""), reverse=True):
@@ -302,7 +319,7 @@ class DraScheduling:
         name = meta(node)["name"]
         rate = self.lab.fault_rate("claim_allocation") if hasattr(self.lab, "fault_rate") else 0.0
         if rate and random.random() < rate:  # fault injection: claim_allocation_failure
-            return None, "%s: injected claim allocation failure (kubelab fault)" % NO_FIT
+            return None, "%s: %s" % (NO_FIT, INJECTED_FAILURE)
         todo, keep = [], []
         for claim in claims + ([extended] if extended is not None else []):
             allocation = status(claim).get("allocation")
@@ -317,7 +334,8 @@ class DraScheduling:
         try:
             ext_spec, mappings = self._extended_spec(pod, node) if extended is None else (None, [])
             specs = [spec(c) for c in todo] + ([ext_spec] if ext_spec else [])
-            picks = Allocator(self.view, name).allocate(specs) if specs else []
+            violate = [i for i, c in enumerate(todo) if self._violates(c)]
+            picks = Allocator(self.view, name, violate).allocate(specs) if specs else []
         except AllocationError as exc:
             return None, str(exc) if str(exc).startswith("Insufficient") else "%s: %s" % (NO_FIT, exc)
         except cel.CelError as exc:
@@ -325,7 +343,8 @@ class DraScheduling:
         if picks is None:
             return None, NO_FIT
         plan = {"keep": keep, "allocate": [(c, allocation_status(self.view, spec(c), p, name))
-                                           for c, p in zip(todo, picks)], "extended": None}
+                                           for c, p in zip(todo, picks)], "extended": None,
+                "picks": {(meta(c)["namespace"], meta(c)["name"]): p for c, p in zip(todo, picks)}}
         if ext_spec:
             plan["extended"] = (ext_spec, allocation_status(self.view, ext_spec, picks[-1], name), mappings)
         if extended is not None:  # made by an earlier pass whose binding did not happen
@@ -348,6 +367,7 @@ class DraScheduling:
                 self._remember(write_status(self.api, self.claims, claim, new_status, MANAGER))
         for claim, allocation in plan["allocate"]:
             self._allocate(claim, allocation, ref)
+            self._injected((meta(claim)["namespace"], meta(claim)["name"]), plan, claim)
         if plan["extended"] is None:
             return plan.get("extended_status")
         ext_spec, allocation, mappings = plan["extended"]
@@ -360,6 +380,8 @@ class DraScheduling:
         claim = self.api.create(self.claims, ns, body, field_manager=MANAGER)
         mark(self.lab, ns, meta(claim)["name"], "created")
         self._allocate(claim, allocation, ref)
+        key = (ns, meta(claim)["name"])
+        inject(self.lab, key, "allocation_delay", self.delays.get(("pod", ns, meta(pod)["name"]), 0.0))
         return {"resourceClaimName": meta(claim)["name"], "requestMappings": mappings}
 
     def _allocate(self, claim: dict, allocation: dict, ref: dict) -> None:
@@ -373,6 +395,74 @@ class DraScheduling:
         claim = write_status(self.api, self.claims, claim, new_status, MANAGER)
         mark(self.lab, meta(claim)["namespace"], meta(claim)["name"], "allocated", once=False)
         self._remember(claim)
+
+    # -- fault injection (kubelab.faults): claim_allocation_failure per: pod, claim_latency, numa_violation
+
+    def wants_devices(self, pod: dict, nodes: list) -> bool:
+        """Whether ``pod`` asks for an extended resource that some node serves through DRA."""
+        names = _extended_names(spec(pod))
+        return bool(names) and any(self.via_dra(node, resource) for node in nodes for resource in names)
+
+    def injected_failure(self, pod: dict, claims: list, extended: dict | None) -> bool:
+        """``claim_allocation_failure`` with ``per: pod``: drawn once per pod and sticky; marks the truth of the
+        pod's claims (or its ("pod", namespace, name) entry when no claim exists yet)."""
+        engine = self.engine
+        if engine is None:
+            return False
+        ns, name = meta(pod)["namespace"], meta(pod)["name"]
+        if not engine.pod_allocation_fails((ns, name, meta(pod)["uid"])):
+            return False
+        keys = [(meta(c)["namespace"], meta(c)["name"]) for c in claims + ([extended] if extended else [])]
+        for key in keys or [("pod", ns, name)]:
+            entry = truth(self.lab, key)
+            entry["injected"]["allocation_failure"] = True
+            if entry["pod"] is None or len(key) == 3:
+                entry["pod"], entry["pod_uid"] = name, meta(pod)["uid"]
+        return True
+
+    def allocation_due(self, pod: dict, claims: list, extended: dict | None) -> bool:
+        """``claim_latency`` allocation: False (and a wake-up at the due time) while some unallocated claim of
+        ``pod`` is younger than its delay d, drawn once per claim: t0 = the claim's creation as the lab saw it;
+        for the extended-resource claim, made at commit time, t0 = the pod's creation."""
+        engine = self.engine
+        if engine is None:
+            return True
+        ns = meta(pod)["namespace"]
+        waits = []
+        for claim in claims:
+            if status(claim).get("allocation"):
+                continue
+            key = (ns, meta(claim)["name"])
+            delay = self.delays[key] = engine.delay("allocation", key)
+            created = (getattr(self.lab, "claim_created", None) or {}).get(key)
+            if delay and created is not None:
+                waits.append(created + delay)
+        if extended is None and _extended_names(spec(pod)):
+            key = ("pod", ns, meta(pod)["name"])
+            delay = self.delays[key] = engine.delay("allocation", key)
+            created = (getattr(self.lab, "pod_created", None) or {}).get(meta(pod)["uid"])
+            if delay and created is not None:
+                waits.append(created + delay)
+        due = max(waits, default=0.0)
+        left = due - time.time()
+        if left <= 0:
+            return True
+        engine.wake_at(time.monotonic() + left)
+        return False
+
+    def _violates(self, claim: dict) -> bool:
+        engine = self.engine
+        try:
+            eligible = engine is not None and numa_eligible(spec(claim))
+        except AllocationError:
+            eligible = False
+        return eligible and engine.numa_violation((meta(claim)["namespace"], meta(claim)["name"]))
+
+    def _injected(self, key: tuple, plan: dict, claim: dict) -> None:
+        inject(self.lab, key, "allocation_delay", self.delays.get(key, 0.0))
+        picks = plan.get("picks", {}).get(key)
+        if picks is not None and self._violates(claim) and len(numa_nodes(picks)) > 1:
+            inject(self.lab, key, "numa_violation", True)
 
     def _remember(self, claim: dict) -> None:
         self.view.claims[(meta(claim)["namespace"], meta(claim)["name"])] = claim

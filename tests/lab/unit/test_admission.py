@@ -103,8 +103,12 @@ def test_missing_service_account_is_forbidden_and_nothing_is_stored(lab):
     assert created["spec"]["imagePullSecrets"] == [{"name": "mine"}]
 
 
-def test_default_service_account_lookup_is_retried_then_forbidden(lab):
-    bare = LabServer(lab.etcd.client_url)  # no controllers: nobody creates the default SA
+def test_default_service_account_lookup_is_retried_then_forbidden(lab, tmp_path):
+    # A server without controllers on its own etcd: nobody creates the default SA (on the lab's etcd the
+    # lab's ServiceAccounts controller could win the race within the lookup's retries).
+    from kubelab.etcd import EtcdProcess  # pylint: disable=import-outside-toplevel
+    etcd = EtcdProcess(workdir=str(tmp_path / "etcd")).start()
+    bare = LabServer(etcd.client_url)
     try:
         bare.api.create(bare.registry.get("", "v1", "namespaces"), None, {"metadata": {"name": "adm-bare"}})
         started = time.monotonic()
@@ -113,11 +117,14 @@ def test_default_service_account_lookup_is_retried_then_forbidden(lab):
         elapsed = time.monotonic() - started
     finally:
         bare.httpd.server_close()
+        bare.store.close()
+        etcd.stop()
     assert info.value.code == 403
     assert info.value.message == ('pods "p" is forbidden: error looking up service account adm-bare/default: '
                                   'serviceaccount "default" not found')
     assert 0.9 <= elapsed <= 4.0
-    # the lab's own ServiceAccounts controller meanwhile gave the namespace its SA
+    # with the controllers, the namespace gets its SA and the same pod is admitted
+    namespace(lab, "adm-bare")
     testing.wait_for(lambda: lab.server.api.store.get_or_none(t(lab, "serviceaccounts"), "adm-bare", "default"), 10)
     assert create_pod(lab, "adm-bare", pod("p"))["spec"]["serviceAccountName"] == "default"
 

@@ -1,0 +1,246 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 gpufleet maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Contract: the claim_lifecycle module (through ansible-playbook) against the lab's DRA canary (scenario
+``dra-acceptance``: 4 DRA nodes of 8 GPUs on 2 NUMA nodes, a MIG node, GPU Operator 26.7 with a GPUCluster,
+the extended-resource DeviceClass), its measurements compared with the lab's ground truth
+(``lab.claim_truth``: the times the lab wrote each state and what it injected):
+
+injected latencies -> p50/p95/p99 within 10 ms of the truth's; allocation failures at 5 % over 200 claims
+-> exactly the numerator and denominator the lab caused; a leak -> cleanup defects naming the claims; a
+NUMA-violating placement -> violations naming claims and devices; a DRA kubelet plugin restart mid-run ->
+recovery recorded, no leak; a NoExecute device taint -> evictions observed, an extended-resource pod among
+them; a MIG claim on the MIG node; an interruption mid-run -> nothing left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from kubelab.controllers.dra import truth_list
+from kubelab.testing import start_lab, stop_lab, wait_for
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+VENV_BIN = os.path.join(REPO, ".venv", "bin")
+COLLECTIONS = os.path.join(REPO, ".cache", "collections")
+NS = "dra-acceptance"
+RUN_LABEL = "gpufleet.io/dra-acceptance-run"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    work = str(tmp_path_factory.mktemp("dra-acceptance"))
+    cluster = start_lab(work, "dra-acceptance")
+    cluster.workdir = work
+    from kubernetes import client, config
+    api = config.new_client_from_config(config_file=cluster.kubeconfig)
+    cluster.core, cluster.custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+
+    def ready():
+        classes = {c["metadata"]["name"] for c in cluster.custom.list_cluster_custom_object(
+            "resource.k8s.io", "v1", "deviceclasses")["items"]}
+        slices = cluster.custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"]
+        return {"gpu.nvidia.com", "mig.nvidia.com", "gpu-extended.nvidia.com"} <= classes and len(slices) >= 5
+    wait_for(ready, 90, "the operator's DeviceClasses and the nodes' ResourceSlices")
+    yield cluster
+    stop_lab(cluster)
+    errors = list(cluster.server.controller_errors)
+    shutil.rmtree(work, ignore_errors=True)
+    assert not errors, "controller errors: %s" % errors[:5]
+
+
+@pytest.fixture(autouse=True)
+def no_faults(lab):
+    lab.server.fault_engine.remove()
+    yield
+    lab.server.fault_engine.remove()
+
+
+def playbook_text(args: dict, out: str) -> str:
+    return yaml.safe_dump([{
+        "name": "claim lifecycles", "hosts": "localhost", "gather_facts": False,
+        "tasks": [
+            {"name": "Run", "gpufleet.dra_gate.claim_lifecycle": args, "register": "result", "ignore_errors": True},
+            {"name": "Keep the result", "ansible.builtin.copy": {"content": "{{ result | to_json }}", "dest": out,
+                                                                 "mode": "0600"}}]}])
+
+
+def lifecycles(lab, tmp_path, run_id, **args):
+    """Run claim_lifecycle through ansible-playbook; its result (failed or not)."""
+    evidence = tmp_path / "evidence"
+    evidence.mkdir(mode=0o700, exist_ok=True)
+    base = {"kubeconfig": lab.kubeconfig, "run_id": run_id, "namespace": NS, "evidence_dir": str(evidence),
+            "delete_grace_seconds": 0, "lifecycle_timeout": 30, "cleanup_timeout": 30, "progress_every": 0}
+    base.update(args)
+    out = str(tmp_path / ("result-%s.json" % run_id))
+    proc = lab.run_playbook(playbook_text(base, out), tmp_path, name="play-%s.yml" % run_id, timeout=500,
+                            ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
+    assert os.path.exists(out), proc.stdout[-4000:] + proc.stderr[-2000:]
+    with open(out) as handle:
+        return json.load(handle)
+
+
+def records(result):
+    with open(result["records_path"]) as handle:
+        return [json.loads(line) for line in handle]
+
+
+def truth_of(lab, run_id):
+    prefix = "dra-gate-%s-" % run_id
+    return [t for t in truth_list(lab.server) if t["namespace"] == NS and (t["pod"] or t["claim"] or "").startswith(prefix)]
+
+
+def seconds(text):
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_stats
+    return claim_stats.parse_time(text)
+
+
+def nearest_rank(samples, q):
+    ordered = sorted(samples)
+    import math
+    return ordered[max(1, math.ceil(q * len(ordered))) - 1]
+
+
+def nothing_left(lab, run_id):
+    selector = "%s=%s" % (RUN_LABEL, run_id)
+    pods = lab.core.list_namespaced_pod(NS, label_selector=selector).items
+    claims = [c for c in lab.custom.list_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims")["items"]
+              if any(r.get("name", "").startswith("dra-gate-%s-" % run_id) for r in c["metadata"].get("ownerReferences") or [])
+              or (c["metadata"].get("labels") or {}).get(RUN_LABEL) == run_id]
+    templates = lab.custom.list_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
+                                                         label_selector=selector)["items"]
+    return not pods and not claims and not templates
+
+
+def test_injected_latencies_match_the_truth(lab, tmp_path):
+    lab.server.fault_engine.add({"claim_latency": {"allocation": {"distribution": "uniform", "min": 0.1, "max": 0.6},
+                                                   "prepare": {"distribution": "lognormal", "median": 0.2, "sigma": 0.5},
+                                                   "seed": 7}})
+    # 100 claims: p99 is the 99th sample, so one event delivered late (a GC pause) is not the p99 itself
+    result = lifecycles(lab, tmp_path, "latency", count=100, concurrency=5, kinds=["template"])
+    assert result["success_rate"] == {"numerator": 100, "denominator": 100, "percent": 100.0}, result.get("msg")
+    truth = {t["claim"]: t for t in truth_of(lab, "latency")}
+    measured, expected, starts, expected_starts = [], [], [], []
+    for rec in records(result):
+        entry = truth[rec["claim"]]
+        assert entry["injected"]["allocation_delay"] > 0
+        measured.append(seconds(rec["allocated_at"]) - seconds(rec["created_at"]))
+        expected.append(seconds(entry["allocated"]) - seconds(entry["created"]))
+        starts.append(seconds(rec["ready_at"]) - seconds(rec["created_at"]))
+        expected_starts.append(seconds(entry["ready"]) - seconds(entry["created"]))
+    for q, name in ((0.5, "p50"), (0.95, "p95"), (0.99, "p99")):
+        allocation = result["allocation_latency_seconds"][name] - float(nearest_rank(expected, q))
+        assert abs(allocation) <= 0.010, ("allocation", name, allocation)
+        # the pod's Ready reaches the watch through the busier pod stream of a 2-core lab: 25 ms, not 10
+        start = result["start_latency_seconds"][name] - float(nearest_rank(expected_starts, q))
+        assert abs(start) <= 0.025, ("start", name, start)
+    errors = sorted(abs(m - e) for m, e in zip(measured, expected))
+    assert nearest_rank(errors, 0.5) <= 0.005, errors[-10:]  # the typical claim: a watch event's delivery
+    assert result["allocation_latency_seconds"]["p50"] >= 0.1 and result["left_behind"] == []
+
+
+def test_allocation_failures_give_the_exact_ratio_the_lab_caused(lab, tmp_path):
+    # 200 claims at 5 % (the issue's 500 at 2 % takes the 2-core lab over 3 minutes): the same exactness
+    lab.server.fault_engine.add({"claim_allocation_failure": {"rate": 0.05, "per": "pod", "seed": 11}})
+    result = lifecycles(lab, tmp_path, "failures", count=200, concurrency=12, kinds=["template"], lifecycle_timeout=8,
+                        progress_every=50)
+    failed = {t["claim"] or t["pod"] for t in truth_of(lab, "failures") if t["injected"]["allocation_failure"]}
+    assert failed, "the seed made no failure"
+    assert result.get("success_rate", {}).get("denominator") == 200, {k: v for k, v in result.items() if k != "invocation"}
+    assert result["success_rate"]["numerator"] == 200 - len(failed), (result["errors"], sorted(failed))
+    assert result["errors"] == {"AllocationFailed": len(failed)}
+    assert {r["claim"] for r in records(result) if r["error_class"]} == failed
+    assert result["progress"][-1] == "claims 200/200 done, %d failed" % len(failed)
+    assert result["cleanup_defects"]["numerator"] == 0 and nothing_left(lab, "failures")
+
+
+def test_a_leak_is_a_cleanup_defect_naming_the_claims(lab, tmp_path):
+    lab.server.fault_engine.add({"claim_leak": {}})
+    result = lifecycles(lab, tmp_path, "leak", count=3, concurrency=3, kinds=["template"], cleanup_timeout=2)
+    # the leak outlives the run's own cleanup: the module fails naming what is left, with the measurement
+    assert result["failed"] and result["left_behind"], result
+    leaked = {t["claim"] for t in truth_of(lab, "leak") if t["injected"]["leak"]}
+    assert set(result["cleanup_defects"]["claims"]) == leaked and len(leaked) == 3, result["cleanup_defects"]
+    assert result["cleanup_defects"]["numerator"] == 3 and result["cleanup_defects"]["denominator"] == 3
+    assert all("not deleted" in d["reasons"] for d in result["cleanup_defects"]["details"])
+    lab.server.fault_engine.remove()
+    gone = lifecycles(lab, tmp_path, "leak", state="absent", cleanup_timeout=30)
+    assert not gone.get("failed") and gone["left_behind"] == [], gone
+    assert nothing_left(lab, "leak")
+
+
+def test_a_numa_violating_placement_is_named(lab, tmp_path):
+    lab.server.fault_engine.add({"numa_violation": {"seed": 2}})
+    result = lifecycles(lab, tmp_path, "numa", count=4, concurrency=2, kinds=["numa"])
+    violated = {t["claim"] for t in truth_of(lab, "numa") if t["injected"]["numa_violation"]}
+    assert violated and result["numa"]["checked"] == 4
+    assert result["numa"]["violations"] == len(violated)
+    assert {d["claim"] for d in result["numa"]["details"]} == violated
+    detail = result["numa"]["details"][0]
+    assert detail["reason"] == "split" and sorted(set(detail["numa_nodes"])) == [0, 1] and len(detail["devices"]) == 2
+    lab.server.fault_engine.remove()
+    clean = lifecycles(lab, tmp_path, "numa-ok", count=2, concurrency=2, kinds=["numa"])
+    assert clean["numa"] == {"checked": 2, "violations": 0, "details": [], "not_checked": []}
+
+
+def test_plugin_restart_and_device_taint_mid_run(lab, tmp_path):
+    result = lifecycles(lab, tmp_path, "disrupt", count=24, concurrency=6, kinds=["extended", "template"], hold_seconds=1.5,
+                        disruptions=[{"type": "plugin_restart", "node": "gpu-1", "after": 2},
+                                     {"type": "device_taint", "effect": "NoExecute", "after": 8, "lifecycles": 4,
+                                      "eviction_timeout": 20}])
+    assert not result.get("failed"), result.get("msg")
+    restart = [d for d in result["disruptions"] if d["type"] == "plugin_restart"][0]
+    assert restart["recovered"] and restart["recovery_seconds"] > 0 and restart["new_pod"], restart
+    taint = [d for d in result["disruptions"] if d["type"] == "device_taint"][0]
+    assert taint["started"] and taint["holders"] and taint["not_evicted"] == [], taint
+    assert taint["extended_holders"] and set(taint["extended_holders"]) <= {h["pod"] for h in taint["evicted"]}, taint
+    assert taint["allocations_on_tainted_device"] == []
+    evicted = [r for r in records(result) if r["error_class"] == "Evicted"]
+    assert {r["pod"] for r in evicted} == {h["pod"] for h in taint["evicted"]}
+    assert result["cleanup_defects"]["numerator"] == 0, result["cleanup_defects"]
+    assert result["attempted"] == 24 and result["successful"] == 24 - len(evicted)
+    assert nothing_left(lab, "disrupt")
+    assert lab.custom.list_cluster_custom_object("resource.k8s.io", "v1", "devicetaintrules")["items"] == []
+
+
+def test_a_mig_claim_on_the_mig_node(lab, tmp_path):
+    result = lifecycles(lab, tmp_path, "mig", count=2, concurrency=2, kinds=["mig"], nodes=["mig-1"])
+    assert result["success_rate"]["numerator"] == 2, result.get("errors")
+    for rec in records(result):
+        (device,) = rec["devices"]
+        assert rec["node"] == "mig-1" and "-mig-" in device["device"] and device["uuid"].startswith("MIG-"), device
+    assert result["gpus"]["mig-1"] and result["gpus"]["mig-1"][0].startswith("GPU-")  # the MIG devices' parent
+
+
+def test_interruption_leaves_nothing_behind(lab, tmp_path):
+    evidence = tmp_path / "evidence"
+    evidence.mkdir(mode=0o700)
+    args = {"kubeconfig": lab.kubeconfig, "run_id": "interrupt", "namespace": NS, "evidence_dir": str(evidence),
+            "delete_grace_seconds": 0, "count": 400, "concurrency": 10, "kinds": ["template", "extended"], "hold_seconds": 2}
+    path = tmp_path / "play.yml"
+    path.write_text(playbook_text(args, str(tmp_path / "out.json")))
+    env = lab.env()
+    env.update(ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_PYTHON_INTERPRETER=os.path.join(VENV_BIN, "python"),
+               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false", TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([os.path.join(VENV_BIN, "ansible-playbook"), str(path)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for(lambda: len(lab.core.list_namespaced_pod(NS, label_selector="%s=interrupt" % RUN_LABEL).items) >= 5, 60,
+                 "lifecycle pods running")
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    wait_for(lambda: nothing_left(lab, "interrupt"), 60, "the interrupted run's objects gone")
+    assert nothing_left(lab, "interrupt")
+    time.sleep(1)
+    assert nothing_left(lab, "interrupt")  # nothing comes back

@@ -137,6 +137,9 @@ class LabServer:
                     publisher.publish_namespace(namespace)
 
     def start(self) -> "LabServer":
+        # Many runnable threads (controllers, request handlers, watch streams) share one interpreter: a 1 ms
+        # switch interval (the default is 5 ms) keeps a watch event's delivery close to the write that made it.
+        sys.setswitchinterval(0.001)
         self.apply_scenario()
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self.thread.start()

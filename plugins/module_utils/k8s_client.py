@@ -637,3 +637,19 @@ def watch_events(reader, path, resource_version, label_selector=None, timeout_se
         close = getattr(response, "release_conn", None) or getattr(response, "close", None)
         if close is not None:
             close()
+
+
+def module_reader(module, page_size=500):
+    """The :class:`K8sReader` of an AnsibleModule's connection options; on a bad timing option, a missing
+    library or an unusable kubeconfig the module fails naming it (nothing has been sent yet)."""
+    bad = check_params(module.params)
+    if bad:
+        module.fail_json(msg=bad)
+    try:
+        api_client = build_api_client(module.params)
+    except K8sLibraryError as exc:
+        from ansible.module_utils.basic import missing_required_lib  # pylint: disable=import-outside-toplevel
+        module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception)
+    except K8sConfigError as exc:
+        module.fail_json(msg="cannot connect to the cluster: %s" % exc)
+    return reader_from_params(api_client, module.params, page_size=page_size)

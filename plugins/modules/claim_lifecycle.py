@@ -273,18 +273,10 @@ would_run:
 import os
 import signal
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_lifecycle as cl
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_stats, private_files
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
-    K8sApiError,
-    K8sConfigError,
-    K8sLibraryError,
-    argspec,
-    build_api_client,
-    check_params,
-    reader_from_params,
-)
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError, argspec, module_reader
 
 MODULE_ARG_SPEC = dict(
     state=dict(type="str", choices=["present", "absent"], default="present"),
@@ -339,9 +331,6 @@ def main():
     module = AnsibleModule(argument_spec=argspec(MODULE_ARG_SPEC), supports_check_mode=True,
                            required_if=[("state", "present", ("run_id", "evidence_dir"))])
     params = module.params
-    bad = check_params(params)
-    if bad:
-        module.fail_json(msg=bad)
     if params["state"] == "absent":
         if params["run_id"] is not None and not cl._NAME_RE.match(params["run_id"]):  # pylint: disable=protected-access
             module.fail_json(msg="run_id: must be a DNS label, got %r" % params["run_id"])
@@ -354,13 +343,7 @@ def main():
         if os.path.exists(records_path):
             module.fail_json(msg="evidence_dir: %s exists already: run_id %s was used; give a new run_id" % (
                 records_path, plan["run_id"]))
-    try:
-        api_client = build_api_client(params)
-    except K8sLibraryError as exc:
-        module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception)
-    except K8sConfigError as exc:
-        module.fail_json(msg="cannot connect to the cluster: %s" % exc)
-    reader = reader_from_params(api_client, params)
+    reader = module_reader(module)
     ns = params["namespace"]
 
     if params["state"] == "absent":

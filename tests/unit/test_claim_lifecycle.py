@@ -128,8 +128,11 @@ def test_replayed_records_take_each_time_from_its_first_event():
         claim_events = [e for e in data["events"] if e["watch"] == "resourceclaims" and e["object"]["metadata"]["name"] == rec["claim"]]
         pod_events = [e for e in data["events"] if e["watch"] == "pods" and e["object"]["metadata"]["name"] == life.pod]
         allocated = [e["received_at"] for e in claim_events if (e["object"].get("status") or {}).get("allocation")]
-        ready = [e["received_at"] for e in pod_events if any(c.get("type") == "Ready" and c.get("status") == "True"
-                                                              for c in (e["object"].get("status") or {}).get("conditions") or [])]
+
+        def is_ready(event):
+            conditions = (event["object"].get("status") or {}).get("conditions") or []
+            return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        ready = [e["received_at"] for e in pod_events if is_ready(e)]
         deleted = [e["received_at"] for e in claim_events if e["type"] == "DELETED"]
         assert rec["allocated_at"] == allocated[0] and rec["ready_at"] == ready[0] and rec["deleted_at"] == deleted[0]
         if life.kind == "extended":
@@ -194,8 +197,7 @@ class Stream:
         self.data = b'{"kind": "Status", "message": "denied", "code": 403}' if status != 200 else b""
 
     def stream(self, amt=None, decode_content=True):
-        for chunk in self.chunks:
-            yield chunk
+        yield from self.chunks
 
     def release_conn(self):
         self.closed = True
@@ -283,8 +285,8 @@ def test_cleanup_deletes_the_runs_objects_and_the_claims_its_pods_own():
 
 
 def test_disruption_event_for_a_taint_that_never_started():
-    run = cl.LifecycleRun(NoReader(), cl.validate_plan(params(disruptions=[{"type": "device_taint", "effect": "NoSchedule",
-                                                                             "after": 5}])))
+    taint = {"type": "device_taint", "effect": "NoSchedule", "after": 5}
+    run = cl.LifecycleRun(NoReader(), cl.validate_plan(params(disruptions=[taint])))
     events = run.disruptions.finish()
     assert events == [{"type": "device_taint", "index": 0, "started": False,
                        "why": "the run ended before 5 lifecycles were done"}]

@@ -98,7 +98,7 @@ def test_uniform_seed_reproducible():
     spec = {"claim_latency": {"allocation": {"distribution": "uniform", "min": 0.1, "max": 0.9},
                               "prepare": {"distribution": "lognormal", "median": 0.2, "sigma": 0.5}, "seed": 7}}
     runs = []
-    for _ in range(2):
+    for _run in range(2):
         engine = FaultEngine(object(), [spec])
         runs.append([engine.delay("allocation", ("ns", "c%d" % i)) for i in range(5)]
                     + [engine.delay("prepare", ("pod", "u%d" % i)) for i in range(3)])

@@ -47,7 +47,7 @@ KIND_LABEL = "gpufleet.io/dra-acceptance-kind"
 KINDS = ("template", "extended", "mig", "numa")
 NUMA_ATTRIBUTE = "resource.kubernetes.io/numaNode"
 STD_ATTR = "resource.kubernetes.io/"
-_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DEFAULT_COMMAND = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
 
 
@@ -88,7 +88,7 @@ def validate_plan(params):
         if kind not in KINDS:
             raise PlanError("kinds[%d]: must be one of %s, got %r" % (index, ", ".join(KINDS), kind))
     run_id = params.get("run_id") or ""
-    if not _NAME_RE.match(run_id) or len(run_id) > 40:
+    if not NAME_RE.match(run_id) or len(run_id) > 40:
         raise PlanError("run_id: must be lower-case letters, digits and '-' (a DNS label of at most 40 characters), "
                         "got %r" % (run_id,))
     for name in ("lifecycle_timeout", "cleanup_timeout", "timeout"):
@@ -386,14 +386,11 @@ class LifecycleRun:
         self.tracker = Tracker()
         self.stop = threading.Event()
         self.interrupted = None
-        self.threads = []
         self.records = []
         self.devices = {}
         self.progress_lines = []
         self.on_progress = progress
         self.watch_problems = []
-        self.created_templates = []
-        self.leftovers = []
         self.started_at = self.finished_at = None
         self.listed = []  # one Event per watch, set once its first list is done
         self.disruptions = claim_disruptions.Disruptions(self, plan.get("disruptions") or [])
@@ -463,7 +460,6 @@ class LifecycleRun:
             listed = threading.Event()
             thread = threading.Thread(target=self._watch, args=(path, sel, handler, listed), daemon=True)
             thread.start()
-            self.threads.append(thread)
             self.listed.append(listed)
         end = self.clock() + self.plan["lifecycle_timeout"]
         for listed in self.listed:  # no lifecycle starts before both watches hold the namespace's state
@@ -486,7 +482,6 @@ class LifecycleRun:
             body = claim_template(plan, kind)
             if body is not None:
                 self.reader.request("POST", self._templates_path(), [("fieldManager", "gpufleet-dra-gate")], body)
-                self.created_templates.append(body["metadata"]["name"])
         self.start_watches()
         active = []
         started = 0

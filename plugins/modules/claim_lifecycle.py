@@ -332,7 +332,7 @@ def main():
                            required_if=[("state", "present", ("run_id", "evidence_dir"))])
     params = module.params
     if params["state"] == "absent":
-        if params["run_id"] is not None and not cl._NAME_RE.match(params["run_id"]):  # pylint: disable=protected-access
+        if params["run_id"] is not None and not cl.NAME_RE.match(params["run_id"]):
             module.fail_json(msg="run_id: must be a DNS label, got %r" % params["run_id"])
     else:
         try:

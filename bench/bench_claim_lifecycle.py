@@ -93,11 +93,19 @@ def run(args):
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_LOCALHOST_WARNING="false",
                    ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_PYTHON_INTERPRETER=os.path.join(VENV_BIN, "python"))
         cpu_before = cpu_seconds(pid) if pid else None
+        spy = None
+        if args.py_spy and pid:
+            spy = subprocess.Popen([os.path.join(VENV_BIN, "py-spy"), "record", "--pid", str(pid), "--format", "raw",
+                                    "--output", args.py_spy, "--rate", "50", "--nonblocking", "--gil"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         started = time.monotonic()
         subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), path], env=env, capture_output=True, check=False,
                        timeout=3600)
         playbook_seconds = time.monotonic() - started
         lab_cpu = cpu_seconds(pid) - cpu_before if pid else None
+        if spy is not None:
+            spy.send_signal(2)
+            spy.wait(timeout=60)
         with open(out) as handle:
             result = json.load(handle)
         with urllib.request.urlopen(url + "/kubelab/claims/truth", timeout=60) as response:
@@ -120,6 +128,15 @@ def run(args):
             real = seconds(entry[true_field]) - seconds(entry["created"])
             errors[name].append(abs(float(measured - real)))
             true_values[name].append(float(real))
+    phases = {}
+    order = ("created_at", "allocated_at", "scheduled_at", "ready_at", "delete_requested_at", "deallocated_at",
+             "deleted_at")
+    for rec in records:
+        if rec["error_class"]:
+            continue
+        for first, second in zip(order, order[1:]):
+            if rec.get(first) and rec.get(second):
+                phases.setdefault((first, second), []).append(float(seconds(rec[second]) - seconds(rec[first])))
     print("claim lifecycles: %d whole-GPU lifecycles at concurrency %d, no injected latency (lab scenario dra-acceptance)"
           % (args.count, args.concurrency))
     print("  module run          %7.1f s  (%.1f lifecycles/s)   ansible-playbook %7.1f s" % (
@@ -131,6 +148,18 @@ def run(args):
     if lab_cpu is not None:
         print("  lab process CPU     %7.1f s  (%.0f %% of one core over the playbook)" % (
             lab_cpu, 100.0 * lab_cpu / playbook_seconds))
+    span = {"pod created -> claim created": [], "claim deleted -> pod deleted": [], "pod created -> pod deleted": []}
+    for entry in truth.values():
+        for name, first, second in (("pod created -> claim created", "pod_created", "created"),
+                                    ("claim deleted -> pod deleted", "deleted", "pod_deleted"),
+                                    ("pod created -> pod deleted", "pod_created", "pod_deleted")):
+            if entry.get(first) and entry.get(second):
+                span[name].append(float(seconds(entry[second]) - seconds(entry[first])))
+    print("  lab truth (s, p50 / p95): " + "; ".join(
+        "%s %.3f / %.3f" % (name, nearest_rank(v, 0.5), nearest_rank(v, 0.95)) for name, v in span.items() if v))
+    print("  phases (s, p50 / p95 over the successful lifecycles): " + "; ".join(
+        "%s->%s %.3f / %.3f" % (a[:-3], b[:-3], nearest_rank(v, 0.5), nearest_rank(v, 0.95))
+        for (a, b), v in sorted(phases.items(), key=lambda kv: order.index(kv[0][0]))))
     for name in ("allocation", "start"):
         reported = result["%s_latency_seconds" % name]
         errs = errors[name]
@@ -151,6 +180,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=30)
+    parser.add_argument("--py-spy", metavar="PATH", help="profile the lab process with py-spy (raw folded stacks) into PATH")
     run(parser.parse_args())
 
 

@@ -52,6 +52,9 @@ def _activate() -> None:
     # on this machine with this python (as ./dra-gate does for its test stages).
     os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", collections_dir)
     os.environ.setdefault("ANSIBLE_PYTHON_INTERPRETER", sys.executable)
+    # Labs started by the tests (in-process or as a process) check that no controller changes an object it
+    # read from the store's shared cache (kubelab.store.Store.list(shared=True)).
+    os.environ.setdefault("KUBELAB_CHECK_SHARED", "1")
 
 
 _activate()

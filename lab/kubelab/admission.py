@@ -27,10 +27,10 @@ Plugins, in kube-apiserver's order (``AllOrderedPlugins``), all on pods only:
 
 from __future__ import annotations
 
-import copy
 import random
 import time
 
+from kubelab.clone import clone
 from kubelab.errors import ApiError
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
@@ -252,7 +252,7 @@ def _priority_admit(api, obj: dict, spec: dict, operation: str, old: dict | None
         old_spec = (old or {}).get("spec") or {}
         for field in ("priority", "preemptionPolicy"):
             if spec.get(field) is None and old_spec.get(field) is not None:
-                spec[field] = copy.deepcopy(old_spec[field])
+                spec[field] = clone(old_spec[field])
         return
     if operation != "CREATE":
         return

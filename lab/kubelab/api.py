@@ -9,7 +9,6 @@ lab's behaviour is only ever what its API allows.
 from __future__ import annotations
 
 import base64
-import copy
 import datetime
 import json
 import random
@@ -17,6 +16,7 @@ import threading
 import time
 import uuid
 
+from kubelab.clone import clone
 from kubelab import admission, defaults, encoding
 from kubelab import patch as patching
 from kubelab import validation
@@ -102,10 +102,12 @@ class Api:
         return self.store.get(rtype, namespace, name)
 
     def list(self, rtype, namespace: str | None, label_selector: str = "", field_selector: str = "",
-             limit: int = 0, continue_token: str = "") -> dict:
+             limit: int = 0, continue_token: str = "", shared: bool = False) -> dict:
+        """A list response. ``shared``: the items are the store's shared decoded objects (an informer
+        lister's read, see ``Store.list``): read them, copy before changing anything."""
         labels = parse_label_selector(label_selector or "")
         fields = parse_field_selector(field_selector or "", rtype.kind)
-        items, revision = self.store.list(rtype, namespace)
+        items, revision = self.store.list(rtype, namespace, shared=shared)
         items = [o for o in items if labels.matches(o.get("metadata", {}).get("labels") or {}) and fields.matches(o)]
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         meta = {"resourceVersion": str(revision)}
@@ -129,7 +131,7 @@ class Api:
 
     def create(self, rtype, namespace: str | None, body, dry_run: bool = False, field_manager: str | None = None,
                applied: bool = False) -> dict:
-        obj = validation.check_type(copy.deepcopy(body), rtype)
+        obj = validation.check_type(clone(body), rtype)
         meta = obj.setdefault("metadata", {})
         if rtype.namespaced:
             validation.require_namespace_match(obj, namespace)
@@ -209,7 +211,7 @@ class Api:
 
     def update(self, rtype, namespace: str | None, name: str, body, subresource: str = "", dry_run: bool = False,
                field_manager: str | None = None) -> tuple[dict, int]:
-        obj = validation.check_type(copy.deepcopy(body), rtype)
+        obj = validation.check_type(clone(body), rtype)
         validation.require_name_match(obj, name)
         if rtype.namespaced:
             validation.require_namespace_match(obj, namespace)
@@ -231,7 +233,7 @@ class Api:
     def _merge_scope(self, rtype, current: dict, obj: dict, subresource: str) -> dict:
         """A write to the main resource keeps the stored status; a /status write only changes status."""
         if subresource == "status":
-            merged = copy.deepcopy(current)
+            merged = clone(current)
             merged["status"] = obj.get("status")
             for key in ("labels", "annotations"):
                 if key in (obj.get("metadata") or {}):
@@ -306,7 +308,7 @@ class Api:
         if kind == "json":
             if not isinstance(body, list):
                 raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-            patched = patching.json_patch(copy.deepcopy(current), body)
+            patched = patching.json_patch(clone(current), body)
             # A resourceVersion in the patch result acts as a precondition (kubectl's SSA migration).
             new_rv = (patched.get("metadata") or {}).get("resourceVersion")
             if new_rv and new_rv != current["metadata"]["resourceVersion"]:
@@ -314,16 +316,16 @@ class Api:
         elif kind == "merge":
             if not isinstance(body, dict):
                 raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
-            patched = patching.json_merge_patch(copy.deepcopy(current), body)
+            patched = patching.json_merge_patch(clone(current), body)
         elif kind == "strategic":
             if not isinstance(body, dict):
                 raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
-            patched = patching.strategic_merge_patch(copy.deepcopy(current), body)
+            patched = patching.strategic_merge_patch(clone(current), body)
         else:
             if not isinstance(body, dict):
                 raise bad_request("error decoding YAML: the apply configuration is not an object")
             validation.check_type(body, rtype)
-            patched = patching.apply_patch(copy.deepcopy(current), body, field_manager, force, subresource=subresource,
+            patched = patching.apply_patch(clone(current), body, field_manager, force, subresource=subresource,
                                            reset_fields=("status",) if rtype.has_status and not subresource else ())
         if not isinstance(patched, dict):
             raise ApiError(422, "Invalid", "the patch produced a non-object result")
@@ -616,7 +618,7 @@ class Api:
                            {"name": name, "group": "autoscaling", "kind": "Scale",
                             "causes": [{"reason": "FieldValueInvalid", "message": message, "field": "spec.replicas"}]})
         current = self.store.get(rtype, namespace, name)
-        body = copy.deepcopy(current)
+        body = clone(current)
         body["metadata"]["resourceVersion"] = (scale.get("metadata") or {}).get("resourceVersion") or ""
         spec_path = self._scale_paths(rtype)[0]
         target = body

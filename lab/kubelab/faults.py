@@ -42,7 +42,6 @@ injected is recorded per claim in ``lab.claim_truth`` (kubelab.controllers.dra, 
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 import random
@@ -50,6 +49,7 @@ import re
 import threading
 import time
 
+from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import meta, set_condition, spec, status, write_status
 from kubelab.errors import ApiError
@@ -126,7 +126,7 @@ def validate_fault(fault) -> dict:
         raise ValueError("claim_latency: give allocation and/or prepare (seconds or {distribution: ...})")
     if kind == "eviction" and "delay" not in params and "code" not in params:
         raise ValueError("eviction: give delay (slow evictions) and/or code (failing evictions)")
-    return {kind: copy.deepcopy(params)}
+    return {kind: clone(params)}
 
 
 DISTRIBUTIONS = {"fixed": ("seconds",), "uniform": ("min", "max"), "lognormal": ("median", "sigma")}
@@ -247,8 +247,7 @@ class FaultEngine:
     def lab_wake(self) -> None:
         store = getattr(self.lab, "store", None)
         if store is not None:
-            with store.changed:
-                store.changed.notify_all()
+            store.wake()
 
     def active_faults(self, kind: str, node: str | None = None) -> list:
         now = time.monotonic()
@@ -448,7 +447,7 @@ class FaultController(Controller):
         engine = getattr(self.lab, "fault_engine", None)
         if engine is None:
             return
-        for node in self.api.list(self.nodes, None)["items"]:
+        for node in self.api.list(self.nodes, None, shared=True)["items"]:
             name = meta(node)["name"]
             unhealthy = engine.fault_active("device_health_unknown", name)
             if unhealthy or name in self.marked:
@@ -457,7 +456,7 @@ class FaultController(Controller):
         slices = self.rtype("resource.k8s.io", "v1", "resourceslices")
         if restarting and slices is not None:
             nodes = {f.params.get("node") for f in restarting}
-            for item in self.api.list(slices, None)["items"]:
+            for item in self.api.list(slices, None, shared=True)["items"]:
                 if None in nodes or spec(item).get("nodeName") in nodes:
                     try:
                         self.api.delete(slices, None, meta(item)["name"])
@@ -472,12 +471,12 @@ class FaultController(Controller):
             taints.append({"key": HEALTH_TAINT, "value": "unknown", "effect": "NoSchedule"})
             self.marked.add(name)
         if taints != (spec(node).get("taints") or []):
-            body = copy.deepcopy(node)
+            body = clone(node)
             body.setdefault("spec", {})["taints"] = taints
             if not taints:
                 body["spec"].pop("taints")
             node, _code = self.api.update(self.nodes, None, name, body, field_manager="kubelab-faults")
-        new_status = copy.deepcopy(status(node))
+        new_status = clone(status(node))
         if unhealthy:
             new_status["conditions"] = set_condition(
                 new_status.get("conditions"), HEALTH_CONDITION, "Unknown", "DeviceHealthTimeout",

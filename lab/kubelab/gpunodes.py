@@ -30,7 +30,6 @@ spec there, kubelab.controllers.dra).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -38,6 +37,7 @@ import re
 
 import yaml
 
+from kubelab.clone import clone
 from kubelab import nodetrees
 
 BACKEND_LABEL = "kubelab.gpufleet.io/gpu-backend"
@@ -130,7 +130,7 @@ def gpu_labels(facts: dict, backend: str) -> dict:
 
 def complete_node(node: dict, facts: dict, entry: dict, salt: str | None = None) -> dict:
     """``node`` (a scenario Node manifest) completed from ``facts`` for the scenario's ``entry``."""
-    node = copy.deepcopy(node)
+    node = clone(node)
     backend = entry.get("backend", "device-plugin")
     given = set(entry.get("node_info_given") or [])
     info = node["status"]["nodeInfo"]

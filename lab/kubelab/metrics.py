@@ -134,9 +134,9 @@ class KubeletMetrics:
 
     def collect(self) -> None:
         claims_type, pods_type = self._types()
-        claims = self.lab.store.list(claims_type)[0] if claims_type is not None else []
+        claims = self.lab.store.list(claims_type, shared=True)[0] if claims_type is not None else []
         pods = {((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name")):
-                (p.get("spec") or {}).get("nodeName") for p in self.lab.store.list(pods_type)[0]} if claims else {}
+                (p.get("spec") or {}).get("nodeName") for p in self.lab.store.list(pods_type, shared=True)[0]} if claims else {}
         in_use: dict = {}
         live = set()
         for claim in claims:
@@ -189,7 +189,7 @@ class KubeletMetrics:
         series.setdefault((operation, "true" if error else "false"), Histogram()).observe(max(0.0, value))
 
     def nodes(self) -> list:
-        names = [n["metadata"]["name"] for n in self.lab.store.list(self.lab.registry.get("", "v1", "nodes"))[0]]
+        names = [n["metadata"]["name"] for n in self.lab.store.list(self.lab.registry.get("", "v1", "nodes"), shared=True)[0]]
         with self.lock:
             extra = sorted((set(self.histograms) | set(self.in_use)) - set(names))
         return sorted(names) + extra
@@ -229,7 +229,7 @@ class KubeletMetrics:
     def dcgm_gpus(self) -> list:
         """``[(node, gpu entry)]`` for every GPU listed in a node's ``kubelab.gpufleet.io/gpus`` annotation."""
         found = []
-        for item in self.lab.store.list(self.lab.registry.get("", "v1", "nodes"))[0]:
+        for item in self.lab.store.list(self.lab.registry.get("", "v1", "nodes"), shared=True)[0]:
             raw = ((item.get("metadata") or {}).get("annotations") or {}).get(GPUS_ANNOTATION)
             try:
                 gpus = json.loads(raw) if raw else []

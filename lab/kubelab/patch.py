@@ -67,10 +67,10 @@ manager owns them or something below them.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import json
 
+from kubelab.clone import clone
 from kubelab.errors import ApiError, bad_request, conflict
 
 __all__ = [
@@ -141,7 +141,7 @@ def json_equal(left, right) -> bool:
 
 def _merge_patch(target, patch):
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -153,7 +153,7 @@ def _merge_patch(target, patch):
 
 def json_merge_patch(target, patch):
     """RFC 7386 MergePatch(target, patch): objects merge recursively, ``null`` deletes a member."""
-    return _merge_patch(copy.deepcopy(target), patch)
+    return _merge_patch(clone(target), patch)
 
 
 def merge_patch_object(target: dict, patch) -> dict:
@@ -256,7 +256,7 @@ def _jp_replace(doc, path: str, value):
 def _op_value(op: dict, kind: str):
     if "value" not in op:
         raise PatchApplyError("%s operation has no value: missing value" % kind)
-    return copy.deepcopy(op["value"])
+    return clone(op["value"])
 
 
 def _op_string(op: dict, member: str, kind: str) -> str:
@@ -287,7 +287,7 @@ def _apply_op(doc, op):
         return _jp_add(doc, path, value)
     if kind == "copy":
         source, path = _op_string(op, "from", kind), _op_string(op, "path", kind)
-        value = copy.deepcopy(_jp_get(doc, source, kind))
+        value = clone(_jp_get(doc, source, kind))
         return _jp_add(doc, path, value)
     if kind == "test":
         path = _op_string(op, "path", kind)
@@ -315,7 +315,7 @@ def json_patch(target, ops):
     if len(ops) > MAX_JSON_PATCH_OPERATIONS:
         raise ApiError(413, "RequestEntityTooLarge", "Request entity too large: The allowed maximum operations in a "
                        "JSON patch is %d, got %d" % (MAX_JSON_PATCH_OPERATIONS, len(ops)))
-    doc = copy.deepcopy(target)
+    doc = clone(target)
     for op in ops:
         doc = _apply_op(doc, op)
     return doc
@@ -464,7 +464,7 @@ def _strip(value, path: tuple, keys: _MergeKeys):
         return _merge_map({}, dict(value), path, keys)
     if isinstance(value, list):
         return _merge_list([], value, path, keys)
-    return copy.deepcopy(value)
+    return clone(value)
 
 
 def _list_key_value(item, key):
@@ -484,10 +484,10 @@ def _merge_list(original: list, patch: list, path: tuple, keys: _MergeKeys) -> l
     if strategy is ATOMIC:
         return [_strip(item, path, keys) for item in patch]
     if not patch:
-        return _dedup(copy.deepcopy(original)) if strategy == MERGE_SET else copy.deepcopy(original)
+        return _dedup(clone(original)) if strategy == MERGE_SET else clone(original)
     if strategy == MERGE_SET or not any(isinstance(item, dict) for item in patch):
         if strategy == MERGE_SET or all(not isinstance(item, dict) for item in original):
-            return _dedup(list(original) + [copy.deepcopy(item) for item in patch])
+            return _dedup(list(original) + [clone(item) for item in patch])
         return [_strip(item, path, keys) for item in patch]
     key = strategy
     result = list(original)
@@ -649,7 +649,7 @@ def strategic_merge_patch(target: dict, patch, merge_keys: dict | None = None) -
     if not isinstance(patch, dict):
         raise bad_request("json: cannot unmarshal %s into Go value of type map[string]interface {}" % _go_type(patch))
     keys = _merge_keys(merge_keys)
-    return _merge_map(copy.deepcopy(target) if isinstance(target, dict) else {}, copy.deepcopy(patch), (), keys)
+    return _merge_map(clone(target) if isinstance(target, dict) else {}, clone(patch), (), keys)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -802,11 +802,11 @@ def _now(now: str | None) -> str:
 
 
 def _without_managed_fields(obj: dict) -> dict:
-    clone = copy.deepcopy(obj)
-    meta = clone.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
-    return clone
+    """A deep copy of ``obj`` without ``metadata.managedFields`` (which is never copied)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj = dict(obj, metadata={key: value for key, value in meta.items() if key != "managedFields"})
+    return clone(obj)
 
 
 class _Entry:
@@ -1172,7 +1172,7 @@ def apply_patch(live: dict | None, applied: dict, field_manager: str, force: boo
         raise bad_request("metadata.managedFields must be nil")
     force = parse_bool_param(force)
     keys = _merge_keys(merge_keys)
-    config = copy.deepcopy(applied)
+    config = clone(applied)
     for field in reset_fields:
         config.pop(field, None)
     if subresource == "status":
@@ -1190,7 +1190,7 @@ def apply_patch(live: dict | None, applied: dict, field_manager: str, force: boo
     others = [e for e in entries if e is not mine]
     applied_set = _field_set(config, keys)
 
-    result = copy.deepcopy(before)
+    result = clone(before)
     if mine is not None:
         for path in sorted(mine.members - applied_set, key=len, reverse=True):
             if not _owned_elsewhere(path, others) and not _is_item_key(path):

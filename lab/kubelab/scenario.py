@@ -20,11 +20,12 @@ Bad input raises ``ScenarioError`` naming the file and the field (``nodes[1].tai
 
 from __future__ import annotations
 
-import copy
 import datetime
 import re
 
 import yaml
+
+from kubelab.clone import clone
 
 # Kubelet and controller latencies (seconds) read by the simulated components (controllers/kubelet.py).
 KNOBS = ("pod_start_seconds", "pod_ready_seconds", "pod_stop_seconds", "job_pod_seconds", "operator_ready_seconds")
@@ -293,7 +294,7 @@ def _object(chk: _Checker, manifest, index: int) -> dict:
     for key in ("labels", "annotations"):
         if key in metadata:
             chk.string_map(metadata[key], "%s.metadata.%s" % (field, key))
-    return copy.deepcopy(manifest)
+    return clone(manifest)
 
 
 def validate_scenario(data, source: str = "<scenario>") -> dict:
@@ -414,4 +415,4 @@ def load_scenario(path: str) -> dict:
 def scenario_objects(scenario: dict) -> list[dict]:
     """Every manifest to create, in order: Namespaces, Nodes, then ``objects``."""
     namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in scenario.get("namespaces", [])]
-    return namespaces + copy.deepcopy(scenario.get("nodes", [])) + copy.deepcopy(scenario.get("objects", []))
+    return namespaces + clone(scenario.get("nodes", [])) + clone(scenario.get("objects", []))

@@ -349,7 +349,7 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._watch(rtype, namespace, query)
                 return self._send_json(200, api.list(rtype, namespace, query.get("labelSelector", ""),
                                                      query.get("fieldSelector", ""), int(query.get("limit") or 0),
-                                                     query.get("continue", "")))
+                                                     query.get("continue", ""), shared=True))
             if method == "POST":
                 data = validation.decode_body(content_type, body)
                 return self._send_json(201, api.create(rtype, namespace, data, dry_run, manager))
@@ -479,7 +479,7 @@ class _Handler(BaseHTTPRequestHandler):
 
         initial = []
         if send_initial or rv in ("", "0"):
-            items, revision = lab.store.list(rtype, namespace)
+            items, revision = lab.store.list(rtype, namespace, shared=True)
             initial = [o for o in items if matches(o)]
         else:
             revision = int(rv)

@@ -29,19 +29,24 @@ from __future__ import annotations
 
 import base64
 import bisect
-import copy
 import datetime
+import http.client
 import json
+import os
+import re
+import select
 import threading
+import urllib.parse
 import uuid
 from collections import deque
 
-import requests
 
+from kubelab.clone import clone
 from kubelab.errors import ApiError, already_exists, conflict, not_found
 
 EVENT_LOG_SIZE = 20000
 REGISTRY_PREFIX = "/registry/"  # every ResourceType key starts with it (resources.ResourceType.prefix)
+_MOD_REVISION = re.compile(rb'"mod_revision":"?([0-9]+)')
 WATCH_READ_TIMEOUT = 10.0  # an idle etcd watch stream is reopened after this long (seconds)
 WATCH_GIVE_UP = 60  # consecutive failed reconnects (about a minute) after which the watch thread ends
 
@@ -60,6 +65,15 @@ def _unb64(text: str) -> bytes:
     return base64.b64decode(text or "")
 
 
+def _dropped(sock) -> bool:
+    """Whether the peer closed an idle keep-alive socket (readable at once: EOF or a stray byte)."""
+    try:
+        readable, _w, _x = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
 def _prefix_end(prefix: str) -> str:
     raw = bytearray(prefix.encode("utf-8"))
     raw[-1] += 1
@@ -67,31 +81,64 @@ def _prefix_end(prefix: str) -> str:
 
 
 class Etcd:
-    """The few etcd v3 JSON-gateway calls the store needs (works with etcd 3.4 and 3.5)."""
+    """The few etcd v3 JSON-gateway calls the store needs (works with etcd 3.4 and 3.5).
+
+    One keep-alive ``http.client`` connection per thread: every write makes one round trip while the
+    store's writer lock is held, so the client's own cost per call is the lab's write throughput
+    (``requests`` spent about a millisecond of CPU per call on top of the socket work)."""
 
     def __init__(self, url: str, timeout: float = 10.0):
         self.url = url.rstrip("/")
-        self.session = requests.Session()
-        # Never read proxy settings from os.environ on each call (pytest changes it under our threads).
-        self.session.trust_env = False
+        parts = urllib.parse.urlsplit(self.url)
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname or "127.0.0.1", parts.port
+        self._local = threading.local()
         self.timeout = timeout
         self.api = None
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.sock is not None and _dropped(conn.sock):
+            conn.close()  # etcd closed it while it was idle (a restart): a new one
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            conn = self._local.conn = cls(self._host, self._port, timeout=self.timeout)
+        return conn
+
+    def _call(self, url_path: str, payload: dict) -> tuple[int, bytes]:
+        body = json.dumps(payload).encode("utf-8")
+        for attempt in (1, 2):
+            conn = self._connection()
+            try:
+                conn.request("POST", url_path, body, {"Content-Type": "application/json"})
+                response = conn.getresponse()
+                return response.status, response.read()
+            except (http.client.HTTPException, OSError) as exc:
+                conn.close()
+                self._local.conn = None
+                # a keep-alive connection that etcd dropped fails before etcd read the request: once more
+                if attempt == 2 or not isinstance(exc, (http.client.RemoteDisconnected, BrokenPipeError,
+                                                        ConnectionResetError)):
+                    raise ApiError(500, "InternalError", "etcd at %s unreachable: %s" % (self.url, exc)) from exc
+        raise AssertionError("unreachable")
 
     def _post(self, path: str, payload: dict) -> dict:
         if self.api is None:
             self.api = self._detect_api()
-        response = self.session.post(self.url + self.api + path, json=payload, timeout=self.timeout)
-        if response.status_code != 200:
-            raise ApiError(500, "InternalError", "etcd %s: HTTP %d %s" % (path, response.status_code, response.text[:200]))
-        return response.json()
+        code, data = self._call(self.api + path, payload)
+        if code != 200:
+            raise ApiError(500, "InternalError", "etcd %s: HTTP %d %s" % (path, code, data[:200].decode("utf-8", "replace")))
+        return json.loads(data)
+
+    def stream_connection(self, timeout: float) -> http.client.HTTPConnection:
+        """A new connection of its own for a long-lived stream (the watch); ``timeout`` bounds each read."""
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        return cls(self._host, self._port, timeout=timeout)
 
     def _detect_api(self) -> str:
         for api in ("/v3", "/v3beta"):
-            try:
-                response = self.session.post(self.url + api + "/maintenance/status", json={}, timeout=self.timeout)
-            except requests.RequestException as exc:
-                raise ApiError(500, "InternalError", "etcd at %s unreachable: %s" % (self.url, exc)) from exc
-            if response.status_code == 200:
+            code, _data = self._call(api + "/maintenance/status", {})
+            if code == 200:
                 return api
         raise ApiError(500, "InternalError", "etcd at %s serves no v3 JSON gateway" % self.url)
 
@@ -121,15 +168,25 @@ class Etcd:
         return bool(result.get("succeeded")), int(result["header"]["revision"])
 
 
+class SharedObjectMutated(RuntimeError):
+    """A caller of ``Store.list(shared=True)`` changed an object it was handed (a lab bug)."""
+
+
 def _with_rv(obj: dict, revision: int) -> dict:
     obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
     return obj
 
 
 def _stored(obj: dict) -> bytes:
-    data = copy.deepcopy(obj)
-    data.get("metadata", {}).pop("resourceVersion", None)
-    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    """The canonical stored form: sorted keys, no resourceVersion (etcd's mod_revision is that)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "resourceVersion" not in meta:
+        return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    rv = meta.pop("resourceVersion")
+    try:
+        return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    finally:
+        meta["resourceVersion"] = rv
 
 
 def _spec_part(obj: dict) -> dict:
@@ -162,9 +219,16 @@ class Store:
         self.lock = threading.RLock()
         self.cache_lock = threading.RLock()
         self.changed = threading.Condition(self.cache_lock)
+        self.pausers: list = []  # the controllers' threading.Events that wake() sets (ending a batching pause)
         self.events: deque = deque(maxlen=EVENT_LOG_SIZE)  # (revision, type, rtype, obj)
         self.listeners: list = []  # callables(event_type, rtype, obj), called after each write
         self._objects: dict[str, tuple[bytes, int]] = {}
+        # Decoded objects handed out by ``list(shared=True)``: key -> (mod revision, object). An entry is
+        # good while the key's cached revision equals its own; writes need not touch it.
+        self._decoded: dict[str, tuple[int, dict]] = {}
+        # Tests set this (KUBELAB_CHECK_SHARED=1): every shared read first checks that no reader changed
+        # the object it was handed before (raises SharedObjectMutated naming the object).
+        self.check_shared = os.environ.get("KUBELAB_CHECK_SHARED", "") not in ("", "0")
         self._keys: list[str] = []
         self._revision = 0
         self._watching = False
@@ -188,6 +252,7 @@ class Store:
         items, revision = self.etcd.range(REGISTRY_PREFIX, prefix=True)
         with self.lock, self.cache_lock:
             self._objects = {key: (value, mod) for key, value, mod in items}
+            self._decoded = {}
             self._keys = sorted(self._objects)
             self._revision = revision
             self._watched = revision
@@ -202,6 +267,7 @@ class Store:
         self._revision = max(self._revision, mod)
 
     def _cache_delete(self, key: str, revision: int) -> None:
+        self._decoded.pop(key, None)
         if self._objects.pop(key, None) is not None:
             index = bisect.bisect_left(self._keys, key)
             if index < len(self._keys) and self._keys[index] == key:
@@ -263,40 +329,70 @@ class Store:
                 self._tombstones.clear()
 
     def _follow_etcd(self) -> None:
-        """Follow etcd's watch of ``/registry/`` (the JSON gateway's streaming ``/watch``), reconnecting."""
-        session = requests.Session()
-        session.trust_env = False
+        """Follow etcd's watch of ``/registry/`` (the JSON gateway's streaming ``/watch``), reconnecting.
+
+        Most of what the stream brings is this store's own writes coming back: a line whose revisions are
+        all the store's own is settled from the revisions alone (a regular expression), without decoding
+        the objects it carries."""
         failures = 0
         while not self._watch_stop.is_set():
             with self.lock:
                 start, epoch = self._watched + 1, self._epoch
             request = {"create_request": {"key": _b64(REGISTRY_PREFIX), "range_end": _b64(_prefix_end(REGISTRY_PREFIX)),
                                           "start_revision": start}}
+            conn = None
             try:
-                with session.post(self.etcd.url + (self.etcd.api or "/v3") + "/watch", json=request, stream=True,
-                                  timeout=(self.etcd.timeout, WATCH_READ_TIMEOUT)) as response:
-                    if response.status_code != 200:
-                        raise requests.RequestException("etcd watch: HTTP %d" % response.status_code)
-                    for line in response.iter_lines():
-                        if self._watch_stop.is_set():
-                            return
-                        if not line:
-                            continue
-                        result = json.loads(line).get("result") or {}
-                        failures = 0
-                        if result.get("canceled"):
-                            if result.get("compact_revision"):  # too old: relist, as a reflector does
-                                self.resync()
-                            break
-                        if result.get("events") and not self._apply_watched(result["events"], epoch):
-                            break
-            except (requests.RequestException, ValueError, ApiError):
+                conn = self.etcd.stream_connection(WATCH_READ_TIMEOUT)
+                conn.request("POST", (self.etcd.api or "/v3") + "/watch", json.dumps(request).encode("utf-8"),
+                             {"Content-Type": "application/json"})
+                response = conn.getresponse()
+                if response.status != 200:
+                    raise ApiError(500, "InternalError", "etcd watch: HTTP %d" % response.status)
+                while not self._watch_stop.is_set():
+                    line = response.readline()
+                    if not line:
+                        break  # the stream ended: reopen
+                    line = line.strip()
+                    if not line:
+                        continue
+                    failures = 0
+                    if self._own_echo(line, epoch):
+                        continue
+                    result = json.loads(line).get("result") or {}
+                    if result.get("canceled"):
+                        if result.get("compact_revision"):  # too old: relist, as a reflector does
+                            self.resync()
+                        break
+                    if result.get("events") and not self._apply_watched(result["events"], epoch):
+                        break
+                if self._watch_stop.is_set():
+                    return
+            except (http.client.HTTPException, OSError, ValueError, ApiError):
                 if self._watch_stop.is_set():
                     return
                 failures += 1
                 if failures >= WATCH_GIVE_UP:
                     return
                 self._watch_stop.wait(min(0.1 * failures, 1.0))
+            finally:
+                if conn is not None:
+                    conn.close()
+
+    def _own_echo(self, line: bytes, epoch: int) -> bool:
+        """Settle a watch line that only echoes this store's own writes (True), without decoding it."""
+        if b'"canceled"' in line or b'"events"' not in line:
+            return False
+        revisions = [int(r) for r in _MOD_REVISION.findall(line)]
+        if not revisions:
+            return False
+        with self.lock, self.cache_lock:
+            if epoch != self._epoch or any(r not in self._own for r in revisions):
+                return False
+            self._own.difference_update(revisions)
+            self._watched = max(self._watched, *revisions)
+            if self._tombstones:
+                self._tombstones = {k: r for k, r in self._tombstones.items() if r > self._watched}
+            return True
 
     def close(self) -> None:
         """End the etcd watch thread (within ``WATCH_READ_TIMEOUT``); reads still answer from the cache."""
@@ -341,11 +437,17 @@ class Store:
                 return None
             raise
 
-    def list(self, rtype, namespace: str | None = None, containing: bytes | None = None) -> tuple[list[dict], int]:
+    def list(self, rtype, namespace: str | None = None, containing: bytes | None = None,
+             shared: bool = False) -> tuple[list[dict], int]:
         """Objects of ``rtype`` (in ``namespace``, or all) and the cache's revision they are current at.
 
         ``containing``: only objects whose stored JSON holds these bytes (a cheap pre-filter before
-        decoding, e.g. a UID when looking for an owner's dependents; the caller checks the field)."""
+        decoding, e.g. a UID when looking for an owner's dependents; the caller checks the field).
+
+        ``shared``: the objects are the cache's own decoded copies, shared by every shared reader until
+        the object changes (what an informer's lister returns in kube-controller-manager): the caller
+        must not modify them (copy first, as controllers do before a write). Decoding is most of a
+        controller pass's cost; this makes it once per object revision instead of once per read."""
         prefix = rtype.prefix(namespace)
         # A cluster-wide prefix of a namespaced type holds "<ns>/<name>" keys only.
         nested_only = rtype.namespaced and namespace is None
@@ -356,8 +458,23 @@ class Store:
             revision = self._revision
         # The stored bytes never change in place: decoding them needs no lock.
         base = len(rtype.prefix(None))
-        return [_with_rv(json.loads(value), mod) for key, (value, mod) in entries
-                if (not nested_only or key[base:].count("/") == 1) and (containing is None or containing in value)], revision
+        wanted = [(key, value, mod) for key, (value, mod) in entries
+                  if (not nested_only or key[base:].count("/") == 1) and (containing is None or containing in value)]
+        if not shared:
+            return [_with_rv(json.loads(value), mod) for key, value, mod in wanted], revision
+        return [self._shared(key, value, mod) for key, value, mod in wanted], revision
+
+    def _shared(self, key: str, value: bytes, mod: int) -> dict:
+        known = self._decoded.get(key)
+        if known is not None and known[0] == mod:
+            if self.check_shared and known[1] != _with_rv(json.loads(value), mod):
+                self._decoded.pop(key, None)
+                raise SharedObjectMutated("a reader modified the shared object %s at revision %d" % (key, mod))
+            return known[1]
+        obj = _with_rv(json.loads(value), mod)
+        # A plain dict assignment (atomic): racing readers at worst decode the same revision twice.
+        self._decoded[key] = (mod, obj)
+        return obj
 
     def revision(self) -> int:
         """The newest revision the cache (and so the event log) reflects.
@@ -376,12 +493,16 @@ class Store:
         """A write made in etcd (``lock`` held): into the cache and the event log at once (``cache_lock``),
         the waiters woken, then the listeners called (outside ``cache_lock``: they may read)."""
         self._mine(revision)
-        event = (revision, event_type, rtype, copy.deepcopy(obj))
+        # The event's object is decoded from the stored bytes (C speed, unlike a deep copy); nobody changes
+        # an event's object, so it is also the shared decoded object of this revision (Store.list(shared)).
+        copied = _with_rv(json.loads(stored), revision) if stored is not None else clone(obj)
+        event = (revision, event_type, rtype, copied)
         with self.cache_lock:
             if stored is None:
                 self._cache_delete(key, revision)
             else:
                 self._cache_put(key, stored, revision)
+                self._decoded[key] = (revision, copied)
             self.events.append(event)
             self.changed.notify_all()
         for listener in list(self.listeners):
@@ -412,7 +533,7 @@ class Store:
                 raise already_exists(rtype.group, rtype.plural, meta["name"])
             _with_rv(obj, revision)
             self._commit(key, stored, revision, "ADDED", rtype, obj)
-            return copy.deepcopy(obj)
+            return _with_rv(json.loads(stored), revision)
 
     def update(self, rtype, obj: dict, expected_rv: str | None = None, dry_run: bool = False,
                bump_generation: bool = True, deleting: bool = False) -> dict:
@@ -453,7 +574,7 @@ class Store:
             obj["apiVersion"] = rtype.api_version
             obj["kind"] = rtype.kind
             stored = _stored(obj)
-            if stored == value or stored == _stored(current):
+            if stored == value or stored == _stored(current):  # (a value another etcd client wrote unsorted)
                 return _with_rv(current, mod)
             if dry_run:
                 return _with_rv(obj, mod)
@@ -464,7 +585,7 @@ class Store:
                                "changes to the latest version and try again")
             _with_rv(obj, revision)
             self._commit(key, stored, revision, "MODIFIED", rtype, obj)
-            return copy.deepcopy(obj)
+            return _with_rv(json.loads(stored), revision)
 
     def delete(self, rtype, namespace: str | None, name: str, expected_rv: str | None = None,
                expected_uid: str | None = None, dry_run: bool = False) -> dict:
@@ -504,7 +625,22 @@ class Store:
                                                   and revision < oldest - 1):
                 raise ApiError(410, "Expired", "too old resource version: %d (%d)"
                                % (revision, oldest if oldest is not None else self.start_revision))
-            return [event for event in self.events if event[0] > revision]
+            # Newest first until the first one at or below ``revision``: the log is in revision order, and a
+            # waiter is usually a few events behind, so this is O(new events), not O(log size).
+            newer = []
+            for event in reversed(self.events):
+                if event[0] <= revision:
+                    break
+                newer.append(event)
+            newer.reverse()
+            return newer
+
+    def wake(self) -> None:
+        """Wake every waiter, also controllers in their batching pause (a timer ran out: work is due)."""
+        with self.changed:
+            for woken in list(self.pausers):
+                woken.set()
+            self.changed.notify_all()
 
     def wait_for_events(self, revision: int, timeout: float) -> list:
         with self.changed:

@@ -34,6 +34,10 @@ __metaclass__ = type
 
 import datetime
 import json
+try:
+    import queue
+except ImportError:  # Python 2 (the module runs on the controller: Python 3 only)
+    import Queue as queue  # noqa: N813
 import re
 import sys
 import threading
@@ -48,6 +52,9 @@ KINDS = ("template", "extended", "mig", "numa")
 NUMA_ATTRIBUTE = "resource.kubernetes.io/numaNode"
 STD_ATTR = "resource.kubernetes.io/"
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# API calls of the lifecycles (pod creations and deletions) run on this many threads: a call takes tens of
+# milliseconds against a busy API server, and one after another they would pace the whole run.
+CALL_WORKERS = 8
 DEFAULT_COMMAND = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
 
 
@@ -259,7 +266,7 @@ class Lifecycle:
     """One pod and its claim, with the times observed."""
 
     __slots__ = ("index", "kind", "pod", "pod_uid", "claim", "node", "times", "devices", "started", "error_class",
-                 "error", "deadline", "state", "pod_gone", "ready_mono", "unschedulable", "evicted_reason")
+                 "error", "deadline", "state", "pod_gone", "ready_mono", "unschedulable", "evicted_reason", "named")
 
     def __init__(self, index, kind, pod):
         self.index, self.kind, self.pod = index, kind, pod
@@ -274,6 +281,7 @@ class Lifecycle:
         self.ready_mono = None
         self.unschedulable = None
         self.evicted_reason = None
+        self.named = {}  # claim name -> when the pod's status first named it
 
     def mark(self, name, when):
         if name not in self.times:
@@ -336,6 +344,7 @@ class Tracker:
                 named = pod_claim_name(pod)
                 if named:
                     life.claim = named
+                    life.named.setdefault(named, when)
             self.lock.notify_all()
 
     def on_claim(self, event, claim, when):
@@ -396,6 +405,7 @@ class LifecycleRun:
         self.disruptions = claim_disruptions.Disruptions(self, plan.get("disruptions") or [])
         self.disruption_events = []
         self.hold_back = set()  # pods a disruption observes: not deleted by the run while it lasts
+        self.calls = CallPool(min(CALL_WORKERS, max(1, int(plan.get("concurrency") or 1))))
 
     # -- API -------------------------------------------------------------------------------------
 
@@ -491,6 +501,8 @@ class LifecycleRun:
                 raise Interrupted(self.interrupted)
             if self.watch_problems:
                 raise K8sApiError("watch", None, "; ".join(self.watch_problems))
+            if self.calls.problems:
+                raise self.calls.problems[0]
             now = self.clock()
             while started < plan["count"] and len(active) < plan["concurrency"] and now < deadline:
                 active.append(self._start(started, plan["kinds"][started % len(plan["kinds"])]))
@@ -524,24 +536,32 @@ class LifecycleRun:
             self.on_progress(line)
 
     def _start(self, index, kind):
+        """A new lifecycle in state ``starting``; its pod is created on the call pool."""
         body = pod_body(self.plan, kind, index)
         life = Lifecycle(index, kind, body["metadata"]["name"])
         self.tracker.add(life)
+        self.calls.submit(self._create, life, body)
+        return life
+
+    def _create(self, life, body):
+        """(call pool) POST the pod; the lifecycle runs from here or ends as CreateFailed."""
         when = utc_now()
         try:
             created = self.reader.request("POST", self._pods_path(), [("fieldManager", "gpufleet-dra-gate")], body)
         except K8sApiError as exc:
+            with self.tracker.lock:
+                life.error_class, life.error, life.state = "CreateFailed", str(exc), "done"
+                self.tracker.lock.notify_all()
             if exc.forbidden:
                 raise
-            life.error_class, life.error, life.state = "CreateFailed", str(exc), "done"
-            return life
+            return
         with self.tracker.lock:
             life.pod_uid = life.pod_uid or _meta(created).get("uid")
-            if kind == "extended":
+            if life.kind == "extended":
                 life.mark("created_at", when)
-        life.deadline = life.started + self.plan["lifecycle_timeout"]
-        life.state = "running"
-        return life
+            life.deadline = life.started + self.plan["lifecycle_timeout"]
+            life.state = "running"
+            self.tracker.lock.notify_all()
 
     @staticmethod
     def now_stamp():
@@ -617,24 +637,28 @@ class LifecycleRun:
         return "Timeout", "%s (allocated, node %s)" % (why, life.node)
 
     def _delete(self, life):
-        """Ask for the pod's deletion (the lock is held; released around the call)."""
-        life.mark("delete_requested_at", utc_now())
-        self.tracker.lock.release()
-        try:
-            body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": self.plan["delete_grace_seconds"]}
+        """Ask for the pod's deletion on the call pool (the caller holds the tracker's lock)."""
+        self.calls.submit(self._delete_call, life)
+
+    def _delete_call(self, life):
+        """(call pool) DELETE the pod; ``delete_requested_at`` is stamped just before the call."""
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": self.plan["delete_grace_seconds"]}
+        with self.tracker.lock:
+            life.mark("delete_requested_at", utc_now())
             if life.pod_uid:
                 body["preconditions"] = {"uid": life.pod_uid}
+        try:
             self.reader.request("DELETE", "%s/%s" % (self._pods_path(), life.pod), None, body)
         except K8sApiError as exc:
-            if exc.status == 404:
-                life.pod_gone = True
-            elif exc.forbidden:
+            with self.tracker.lock:
+                if exc.status == 404:
+                    life.pod_gone = True
+                elif not exc.forbidden:
+                    life.error_class = life.error_class or "DeleteFailed"
+                    life.error = life.error or str(exc)
+                self.tracker.lock.notify_all()
+            if exc.forbidden:
                 raise
-            else:
-                life.error_class = life.error_class or "DeleteFailed"
-                life.error = life.error or str(exc)
-        finally:
-            self.tracker.lock.acquire()
 
     def _record(self, life):
         obs = self.tracker.claim_of(life)
@@ -656,6 +680,8 @@ class LifecycleRun:
             devices = allocated_devices(obs.first_allocation, self.devices)
         if not times.get("created_at"):  # no claim was ever seen: claim_stats refuses times without created_at
             times = {}
+        elif life.kind != "extended":
+            _pod_evidence(times, life.named.get(life.claim))
         created = times.get("created_at")
         late = [name for name in ("delete_requested_at", "scheduled_at", "ready_at")
                 if created and times.get(name) and claim_stats.parse_time(times[name]) < claim_stats.parse_time(created)]
@@ -685,9 +711,75 @@ class LifecycleRun:
     # -- cleanup ---------------------------------------------------------------------------------
 
     def cleanup(self, timeout):
-        """Delete everything with the run label and wait (bounded) until it is gone; returns what is left."""
+        """Delete everything with the run label and wait (bounded) until it is gone; returns what is left.
+
+        The call pool is drained first: a creation still in flight lands before the deletion by label."""
         self.stop.set()
+        self.calls.close()
         return delete_run_objects(self.reader, self.ns, self.plan["run_id"], timeout, self.clock)[0]
+
+
+def _pod_evidence(times, named_at):
+    """Move a claim's times earlier where the pod's watch proved them first (in place).
+
+    The two watches deliver independently, so the pod's stream can show what the claim's has not shown
+    yet: the pod's status naming the claim proves the claim exists (it is written after the claim is
+    made); the pod bound to a node proves the claim is allocated (the scheduler writes the allocation
+    before it binds). A claim's time is the first evidence of either stream, never a guess."""
+    def parse(value):
+        return claim_stats.parse_time(value) if value else None
+
+    for name, evidence in (("created_at", named_at), ("allocated_at", times.get("scheduled_at"))):
+        if times.get(name) and evidence and parse(evidence) < parse(times[name]):
+            times[name] = evidence
+    if times.get("allocated_at") and parse(times["allocated_at"]) < parse(times["created_at"]):
+        times["created_at"] = times["allocated_at"]
+
+
+class CallPool:
+    """A few threads that make the lifecycles' API calls, so that calls overlap instead of queueing.
+
+    ``submit(fn, *args)`` queues a call; an exception it raises (a 403, which ends the run) is kept in
+    ``problems`` for the main loop to raise. ``close()`` ends the threads once the calls in flight are done."""
+
+    def __init__(self, workers):
+        self.queue = queue.Queue()
+        self.problems = []
+        self.threads = []
+        for index in range(workers):
+            thread = threading.Thread(target=self._work, name="claim-lifecycle-call-%d" % index)
+            thread.daemon = True
+            thread.start()
+            self.threads.append(thread)
+
+    def submit(self, fn, *args):
+        self.queue.put((fn, args))
+
+    def _work(self):
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            fn, args = item
+            try:
+                fn(*args)
+            except Exception as exc:  # pylint: disable=broad-except
+                self.problems.append(exc)
+
+    def close(self, timeout=120.0):
+        """Drop the calls not started yet (the cleanup by run label deletes what any call made), let the
+        ones in flight finish (each is bounded by the reader's deadline), then stop the threads."""
+        while True:
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                break
+        for _thread in self.threads:
+            self.queue.put(None)
+        end = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(max(end - time.monotonic(), 0.01))
+        self.threads = []
 
 
 def _of_run(item, kind, run_id):

@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
+import time
 
 import pytest
 
@@ -291,3 +292,47 @@ def test_disruption_event_for_a_taint_that_never_started():
     assert events == [{"type": "device_taint", "index": 0, "started": False,
                        "why": "the run ended before 5 lifecycles were done"}]
     assert cd.KINDS == ("device_taint", "plugin_restart", "workload_restart")
+
+
+def test_pod_evidence_moves_claim_times_earlier():
+    """The pod's watch saw the claim named (it exists) and the pod bound (it is allocated) before the claim's
+    own events arrived: the claim's times are the first evidence of either stream."""
+    times = {"created_at": "2026-12-02T10:00:00.030000000Z", "allocated_at": "2026-12-02T10:00:00.050000000Z",
+             "scheduled_at": "2026-12-02T10:00:00.040000000Z", "ready_at": "2026-12-02T10:00:00.400000000Z"}
+    cl._pod_evidence(times, "2026-12-02T10:00:00.020000000Z")  # pylint: disable=protected-access
+    assert times["created_at"] == "2026-12-02T10:00:00.020000000Z"
+    assert times["allocated_at"] == "2026-12-02T10:00:00.040000000Z"
+    in_order = {"created_at": "2026-12-02T10:00:00.010000000Z", "allocated_at": "2026-12-02T10:00:00.020000000Z",
+                "scheduled_at": "2026-12-02T10:00:00.030000000Z"}
+    before = dict(in_order)
+    cl._pod_evidence(in_order, "2026-12-02T10:00:00.015000000Z")  # pylint: disable=protected-access
+    assert in_order == before
+    bound_first = {"created_at": "2026-12-02T10:00:00.050000000Z", "allocated_at": "2026-12-02T10:00:00.060000000Z",
+                   "scheduled_at": "2026-12-02T10:00:00.040000000Z"}
+    cl._pod_evidence(bound_first, None)  # pylint: disable=protected-access
+    assert bound_first["allocated_at"] == bound_first["created_at"] == "2026-12-02T10:00:00.040000000Z"
+
+
+def test_call_pool_runs_calls_keeps_problems_and_drops_the_queue_on_close():
+    import threading
+    pool = cl.CallPool(2)
+    done, gate = [], threading.Event()
+    pool.submit(done.append, 1)
+    forbidden = K8sApiError("DELETE pods/x", 403, "forbidden")
+
+    def fail():
+        raise forbidden
+    pool.submit(fail)
+    deadline = time.monotonic() + 5
+    while (not done or not pool.problems) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert done == [1] and pool.problems == [forbidden]
+    pool.submit(gate.wait, 5)
+    pool.submit(gate.wait, 5)  # both threads busy: what comes next stays queued
+    pool.submit(done.append, 2)
+    closer = threading.Thread(target=pool.close, kwargs={"timeout": 5})
+    closer.start()  # drops what is queued at once, then waits for the calls in flight
+    time.sleep(0.05)
+    gate.set()
+    closer.join(10)
+    assert done == [1] and not pool.threads  # the queued call was dropped, the threads ended

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from kubelab.errors import ApiError
 
@@ -23,6 +24,9 @@ class Controller:
     # Events that come closer together than this are handled by one pass (a workqueue's batching):
     # a burst of writes costs one reconcile, not one per event.
     batch_seconds = 0.2
+    # Threads of ``each`` (a workqueue's workers: kube-controller-manager runs several per controller, the
+    # kubelet a worker per pod); 1 = the items one after another in the loop's own thread.
+    workers = 1
 
     def __init__(self, lab):
         self.lab = lab
@@ -30,7 +34,11 @@ class Controller:
         self.store = lab.store
         self.registry = lab.registry
         self.stop_event = threading.Event()
+        self.woken = threading.Event()  # set by Store.wake() and by stop(): ends a batching pause
+        if hasattr(self.store, "pausers"):
+            self.store.pausers.append(self.woken)
         self.thread = None
+        self._pool = None
 
     def rtype(self, group: str, version: str, plural: str):
         return self.registry.get(group, version, plural)
@@ -41,10 +49,38 @@ class Controller:
 
     def stop(self) -> None:
         self.stop_event.set()
+        self.woken.set()
         with self.store.changed:  # wake the loop now rather than after a resync period
             self.store.changed.notify_all()
         if self.thread is not None:
             self.thread.join(timeout=5)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def each(self, items, fn) -> list:
+        """``fn(item)`` for every item, on ``workers`` threads (never two on one item), all done on return;
+        the results in order. 404 and 409 answers are normal under concurrency (None for that item); any
+        other error is raised once every item is done."""
+        items = list(items)
+
+        def call(item):
+            try:
+                return fn(item), None
+            except ApiError as exc:
+                return None, (None if exc.code in (404, 409) else exc)
+            except Exception as exc:  # pylint: disable=broad-except
+                return None, exc
+
+        if self.workers <= 1 or len(items) <= 1:
+            outcomes = [call(item) for item in items]
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=type(self).__name__)
+            outcomes = list(self._pool.map(call, items))
+        for _result, error in outcomes:
+            if error is not None:
+                raise error
+        return [result for result, _error in outcomes]
 
     def _run(self) -> None:
         revision = self.store.revision()
@@ -60,7 +96,13 @@ class Controller:
             revision, by_event = self._wait(revision)
             pause = started + self.batch_seconds - time.monotonic()
             if by_event and pause > 0:  # a timer's or a resync's wake-up is served at once
-                self.stop_event.wait(pause)
+                self._pause(pause)
+
+    def _pause(self, seconds: float) -> None:
+        """The batching pause: events coming in meanwhile wait for the next pass; a timer's wake-up
+        (``Store.wake``, e.g. a fault's delay running out) or a stop ends it at once."""
+        self.woken.wait(seconds)
+        self.woken.clear()
 
     def _wait(self, revision: int) -> int:
         """Until an event of a watched kind (any kind when ``watches`` is empty), the resync period or stop:

@@ -4,12 +4,12 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import math
 import random
 
+from kubelab.clone import clone
 from kubelab.errors import ApiError
 from kubelab.selectors import label_selector_from_object
 from kubelab.store import now
@@ -104,7 +104,7 @@ def random_suffix(length: int = 5) -> str:
 
 def pod_from_template(template: dict, name: str, namespace: str, owner: dict, labels: dict | None = None,
                       annotations: dict | None = None) -> dict:
-    template = copy.deepcopy(template or {})
+    template = clone(template or {})
     tmeta = template.get("metadata") or {}
     pod_labels = dict(tmeta.get("labels") or {})
     pod_labels.update(labels or {})
@@ -186,7 +186,7 @@ def write_status(api, rtype, obj: dict, new_status: dict, manager: str = CONTROL
     """PUT .../status with ``obj``'s resourceVersion as precondition, only when the status changes."""
     if obj.get("status") == new_status:
         return obj
-    body = copy.deepcopy(obj)
+    body = clone(obj)
     body["status"] = new_status
     written, _code = api.update(rtype, meta(obj).get("namespace"), meta(obj)["name"], body, subresource="status",
                                 field_manager=manager)

@@ -22,8 +22,8 @@ numberAvailable, numberUnavailable, updatedNumberScheduled, observedGeneration.
 
 from __future__ import annotations
 
-import copy
 
+from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (CONTROLLER_MANAGER, int_or_percent, meta, node_affinity_matches, node_ready,
                                         owned_by, pod_active, pod_ready, spec, stable_hash,
@@ -45,7 +45,7 @@ NETWORK_TOLERATION = {"key": "node.kubernetes.io/network-unavailable", "operator
 
 def daemon_template(template: dict, node_name: str) -> dict:
     """The DaemonSet's pod template for ``node_name``: default tolerations and a node-name affinity."""
-    template = copy.deepcopy(template or {})
+    template = clone(template or {})
     pod_spec = template.setdefault("spec", {})
     tolerations = list(pod_spec.get("tolerations") or [])
     extra = DAEMON_TOLERATIONS + ([NETWORK_TOLERATION] if pod_spec.get("hostNetwork") else [])
@@ -82,11 +82,11 @@ class DaemonSetController(Controller):
         self.daemonsets = self.rtype("apps", "v1", "daemonsets")
 
     def reconcile(self) -> None:
-        daemonsets = self.api.list(self.daemonsets, None)["items"]
+        daemonsets = self.api.list(self.daemonsets, None, shared=True)["items"]
         if not daemonsets:
             return
-        nodes = self.api.list(self.nodes, None)["items"]
-        pods = self.api.list(self.pods, None)["items"]
+        nodes = self.api.list(self.nodes, None, shared=True)["items"]
+        pods = self.api.list(self.pods, None, shared=True)["items"]
         for ds in daemonsets:
             if terminating(ds):
                 continue

@@ -20,9 +20,9 @@ nothing, ``{}`` everything, as in policy/v1):
 
 from __future__ import annotations
 
-import copy
 import datetime
 
+from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (int_or_percent, meta, pod_ready, selector_matches, set_condition, spec,
                                         status, terminating, write_status)
@@ -49,10 +49,10 @@ class DisruptionController(Controller):
         self.pdbs = self.rtype("policy", "v1", "poddisruptionbudgets")
 
     def reconcile(self) -> None:
-        pdbs = self.api.list(self.pdbs, None)["items"]
+        pdbs = self.api.list(self.pdbs, None, shared=True)["items"]
         if not pdbs:
             return
-        pods = self.api.list(self.pods, None)["items"]
+        pods = self.api.list(self.pods, None, shared=True)["items"]
         for pdb in pdbs:
             namespace = meta(pdb)["namespace"]
             selector = spec(pdb).get("selector")
@@ -112,7 +112,7 @@ class DisruptionController(Controller):
         else:
             desired = 0
         allowed = max(0, healthy - desired)
-        new_status = copy.deepcopy(status(pdb))
+        new_status = clone(status(pdb))
         new_status.update(observedGeneration=meta(pdb).get("generation", 1), expectedPods=expected, currentHealthy=healthy,
                           desiredHealthy=desired, disruptionsAllowed=allowed)
         if disrupted:

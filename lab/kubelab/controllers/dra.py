@@ -47,17 +47,17 @@ pick devices on different NUMA nodes when there are such (else it allocates norm
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import json
 import os
 import time
 
+from kubelab.clone import clone
 from kubelab import cel
 from kubelab.controllers import Controller
-from kubelab.controllers.common import (meta, node_ready, set_condition, spec, status, terminating, tolerates,
-                                        write_status)
+from kubelab.controllers.common import (meta, node_ready, random_suffix, set_condition, spec, status, terminating,
+                                        tolerates, write_status)
 from kubelab.errors import ApiError
 
 DRIVER = "gpu.nvidia.com"
@@ -98,7 +98,8 @@ def mark(lab, namespace: str, name: str, what: str, once: bool = True) -> None:
 
 # -- ground truth per claim (lab.claim_truth), in wall-clock time -------------------------------
 
-TRUTH_TIMES = ("created", "allocated", "prepared", "running", "ready", "deallocated", "deleted")
+TRUTH_TIMES = ("pod_created", "created", "allocated", "prepared", "running", "ready", "deallocated", "deleted",
+               "pod_deleted")
 
 
 def rfc3339_ns(ns: int | None = None) -> str:
@@ -137,7 +138,7 @@ def inject(lab, key: tuple, what: str, value) -> None:
 def truth_list(lab) -> list:
     """``lab.claim_truth`` as GET /kubelab/claims/truth serves it: sorted by namespace, claim (or pod)."""
     entries = list((getattr(lab, "claim_truth", None) or {}).values())
-    return sorted(copy.deepcopy(entries), key=lambda e: (e["namespace"] or "", e["claim"] or "", e["pod"] or ""))
+    return sorted(clone(entries), key=lambda e: (e["namespace"] or "", e["claim"] or "", e["pod"] or ""))
 
 
 def record_truth(lab, event_type: str, kind: str, obj: dict) -> None:
@@ -150,8 +151,18 @@ def record_truth(lab, event_type: str, kind: str, obj: dict) -> None:
             if created is None:
                 created = lab.pod_created = {}
             created[uid] = time.time()
+            stamps = getattr(lab, "pod_created_at", None)
+            if stamps is None:
+                stamps = lab.pod_created_at = {}
+            stamps[uid] = rfc3339_ns()  # the claims' truth takes it once a claim names the pod
         keys = (getattr(lab, "claim_truth_pods", None) or {}).get(uid) or ()
-        if not keys or event_type == "DELETED":
+        if event_type == "DELETED":
+            for key in keys:
+                stamp(lab, key, "pod_deleted")
+            (getattr(lab, "pod_created", None) or {}).pop(uid, None)
+            (getattr(lab, "pod_created_at", None) or {}).pop(uid, None)
+            return
+        if not keys:
             return
         running = status(obj).get("phase") == "Running"
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status(obj).get("conditions") or [])
@@ -182,6 +193,7 @@ def record_truth(lab, event_type: str, kind: str, obj: dict) -> None:
     ref = reserved or owner
     if ref is not None and entry["pod_uid"] is None:
         entry["pod"], entry["pod_uid"] = ref.get("name"), ref.get("uid")
+        entry["pod_created"] = (getattr(lab, "pod_created_at", None) or {}).get(ref.get("uid"))
         pods = getattr(lab, "claim_truth_pods", None)
         if pods is None:
             pods = lab.claim_truth_pods = {}
@@ -286,7 +298,7 @@ def node_devices(node: dict, passthrough: bool = False) -> list:
         device = {"name": "gpu-%d" % index, "attributes": _attributes(gpu, "gpu", versions),
                   "capacity": {"memory": {"value": "%dMi" % int(gpu.get("memory_mib") or 0)}}}
         if gpu.get("taints"):
-            device["taints"] = copy.deepcopy(gpu["taints"])
+            device["taints"] = clone(gpu["taints"])
         devices.append(device)
         if passthrough:
             devices.append(_vfio_device("gpu-%d-vfio" % index, gpu, True))
@@ -334,11 +346,11 @@ class DraDriverController(Controller):
         self.cdi_written: set = set()
 
     def reconcile(self) -> None:
-        nodes = {meta(n)["name"]: n for n in self.api.list(self.nodes, None)["items"]}
-        passthrough = passthrough_gate(self.api.list(self.daemonsets, None)["items"]) if self.daemonsets else False
+        nodes = {meta(n)["name"]: n for n in self.api.list(self.nodes, None, shared=True)["items"]}
+        passthrough = passthrough_gate(self.api.list(self.daemonsets, None, shared=True)["items"]) if self.daemonsets else False
         self._cdi_specs(nodes)
         mine: dict = {}
-        for item in self.api.list(self.slices, None)["items"]:
+        for item in self.api.list(self.slices, None, shared=True)["items"]:
             if spec(item).get("driver") == DRIVER and spec(item).get("nodeName"):
                 mine.setdefault(spec(item)["nodeName"], []).append(item)
         serving = set()
@@ -381,7 +393,7 @@ class DraDriverController(Controller):
         _keep_time_added(spec(keep).get("devices") or [], devices)
         if spec(keep).get("devices") == devices and pool.get("name") == name:
             return
-        body = copy.deepcopy(keep)
+        body = clone(keep)
         body["spec"].update(devices=devices, pool={"name": name, "generation": int(pool.get("generation") or 0) + 1,
                                                    "resourceSliceCount": 1})
         self.api.update(self.slices, None, meta(keep)["name"], body, field_manager="kubelet")
@@ -391,7 +403,7 @@ class DraDriverController(Controller):
         roots = (getattr(self.lab, "scenario", None) or {}).get("gpu_node_roots") or {}
         if not roots:
             return
-        for pod in self.api.list(self.pods, None, label_selector="app=" + PLUGIN)["items"]:
+        for pod in self.api.list(self.pods, None, label_selector="app=" + PLUGIN, shared=True)["items"]:
             node_name, uid = spec(pod).get("nodeName"), meta(pod).get("uid")
             if status(pod).get("phase") != "Running" or uid in self.cdi_written or node_name not in roots or node_name not in nodes:
                 continue
@@ -412,8 +424,8 @@ class DraDriverController(Controller):
 
     def _prepared(self, nodes: dict, serving: set) -> None:
         """NodePrepareResources: a claim of ours reserved for a pod bound to a node we serve."""
-        pods = {meta(p).get("uid"): p for p in self.api.list(self.pods, None)["items"]}
-        for claim in self.api.list(self.claims, None)["items"]:
+        pods = {meta(p).get("uid"): p for p in self.api.list(self.pods, None, shared=True)["items"]}
+        for claim in self.api.list(self.claims, None, shared=True)["items"]:
             results = (((status(claim).get("allocation") or {}).get("devices") or {}).get("results") or [])
             if not any(r.get("driver") == DRIVER for r in results):
                 continue
@@ -480,7 +492,7 @@ class DeviceView:
 
     def __init__(self, api, registry):
         def items(plural):
-            return api.list(registry.get("resource.k8s.io", "v1", plural), None)["items"]
+            return api.list(registry.get("resource.k8s.io", "v1", plural), None, shared=True)["items"]
         self.classes = {meta(c)["name"]: c for c in items("deviceclasses")}
         self.claims = {(meta(c)["namespace"], meta(c)["name"]): c for c in items("resourceclaims")}
         self.rules = items("devicetaintrules")
@@ -659,14 +671,14 @@ def allocation_status(view: DeviceView, claim_spec: dict, picks: list, node: str
         if wanted.get("adminAccess"):
             result["adminAccess"] = True
         if wanted.get("tolerations"):
-            result["tolerations"] = copy.deepcopy(wanted["tolerations"])
+            result["tolerations"] = clone(wanted["tolerations"])
         results.append(result)
         requests.append(name)
         cls = view.classes.get(wanted.get("deviceClassName", "")) or {}
         for entry in spec(cls).get("config") or []:
-            config.append(dict(copy.deepcopy(entry), source="FromClass", requests=[name]))
+            config.append(dict(clone(entry), source="FromClass", requests=[name]))
     for entry in (claim_spec.get("devices") or {}).get("config") or []:
-        config.append(dict(copy.deepcopy(entry), source="FromClaim"))
+        config.append(dict(clone(entry), source="FromClaim"))
     term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
     return {"devices": {"results": results, "config": config}, "nodeSelector": {"nodeSelectorTerms": [term]}}
 
@@ -685,28 +697,84 @@ def generated_for(claim: dict) -> dict | None:
     return None
 
 
+def pod_owner_ref(pod: dict) -> dict:
+    """The controller ownerReference of a claim made for ``pod``."""
+    return {"apiVersion": "v1", "kind": "Pod", "name": meta(pod)["name"], "uid": meta(pod)["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
 class ResourceClaimController(Controller):
+    """kube-controller-manager's resource claim controller: makes a pod's claims from its templates (and names
+    them in the pod's ``status.resourceClaimStatuses``), drops reservations of pods that are gone or done,
+    deallocates claims nobody reserves, deletes generated claims whose pod is done, and removes the
+    allocation finalizer of a deleted claim once it is deallocated."""
+
+    watches = ("Pod", "ResourceClaim", "ResourceClaimTemplate")
     resync_seconds = 0.5
+    workers = 8  # kube-controller-manager's resource claim controller syncs claims on several workers
 
     def __init__(self, lab):
         super().__init__(lab)
         self.pods = self.rtype("", "v1", "pods")
         self.claims = self.rtype("resource.k8s.io", "v1", "resourceclaims")
+        self.templates = self.rtype("resource.k8s.io", "v1", "resourceclaimtemplates")
 
     def reconcile(self) -> None:
         # Claims before pods: every pod a listed claim names existed when the pods are listed.
-        claims = self.api.list(self.claims, None)["items"]
-        pods = {(meta(p)["namespace"], meta(p)["name"]): p for p in self.api.list(self.pods, None)["items"]}
+        claims = self.api.list(self.claims, None, shared=True)["items"]
+        listed = self.api.list(self.pods, None, shared=True)["items"]
+        pods = {(meta(p)["namespace"], meta(p)["name"]): p for p in listed}
+        owned: dict = {}  # (pod uid, pod claim name) -> claim made for it
         for claim in claims:
-            try:
-                self._sync(claim, pods)
-            except ApiError as exc:
-                if exc.code not in (404, 409):
-                    raise
-        alive = {(meta(c)["namespace"], meta(c)["name"]) for c in claims}
+            owner = generated_for(claim)
+            name = (meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+            if owner is not None and name:
+                owned[(owner.get("uid"), name)] = claim
+        todo = [p for p in listed if not terminating(p) and not _pod_done(p, meta(p).get("uid"))
+                and any(e.get("resourceClaimTemplateName") for e in spec(p).get("resourceClaims") or [])
+                and len(status(p).get("resourceClaimStatuses") or []) < sum(
+                    1 for e in spec(p).get("resourceClaims") or [] if e.get("resourceClaimTemplateName"))]
+        self.each(todo, lambda pod: self._pod_claims(pod, owned))
+        self.each(claims, lambda claim: self._sync(claim, pods))
+        # listed again: the claims this pass made are alive too
+        alive = {(meta(c)["namespace"], meta(c)["name"]) for c in self.api.list(self.claims, None, shared=True)["items"]}
         for key, entry in list((getattr(self.lab, "claim_timings", None) or {}).items()):
             if key not in alive and "created" in entry and "deleted" not in entry:
                 entry["deleted"] = time.monotonic()
+
+    def _pod_claims(self, pod: dict, owned: dict) -> None:
+        """The claims of ``pod``'s template entries (made when missing), then their names in its status."""
+        ns, uid = meta(pod)["namespace"], meta(pod)["uid"]
+        statuses = []
+        for entry in spec(pod).get("resourceClaims") or []:
+            if not entry.get("resourceClaimTemplateName"):
+                continue
+            claim = owned.get((uid, entry.get("name")))
+            if claim is None:
+                claim = self._from_template(pod, entry)
+                if claim is None:
+                    return  # no such template: the scheduler reports it; tried again on the next pass
+            statuses.append({"name": entry.get("name"), "resourceClaimName": meta(claim)["name"]})
+        new_status = clone(status(pod))
+        new_status["resourceClaimStatuses"] = statuses
+        write_status(self.api, self.pods, pod, new_status, "resourceclaim-controller")
+
+    def _from_template(self, pod: dict, entry: dict) -> dict | None:
+        ns, pod_name = meta(pod)["namespace"], meta(pod)["name"]
+        template = self.api.store.get_or_none(self.templates, ns, entry["resourceClaimTemplateName"])
+        if template is None:
+            return None
+        tmeta = spec(template).get("metadata") or {}
+        annotations = dict(tmeta.get("annotations") or {}, **{POD_CLAIM_ANNOTATION: entry.get("name")})
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": "%s-%s-%s" % (pod_name, entry.get("name"), random_suffix()), "namespace": ns,
+                             "annotations": annotations, "ownerReferences": [pod_owner_ref(pod)]},
+                "spec": clone(spec(template).get("spec") or {})}
+        if tmeta.get("labels"):
+            body["metadata"]["labels"] = dict(tmeta["labels"])
+        claim = self.api.create(self.claims, ns, body, field_manager="resourceclaim-controller")
+        mark(self.lab, ns, meta(claim)["name"], "created")
+        return claim
 
     def _sync(self, claim: dict, pods: dict) -> None:
         ns, name = meta(claim)["namespace"], meta(claim)["name"]
@@ -727,7 +795,7 @@ class ResourceClaimController(Controller):
                 inject(self.lab, (ns, name), "leak", True)  # truth: this claim was affected by the leak
             return  # fault injection: claims are not unreserved, deallocated or deleted (a leak)
         if valid != reserved or (allocated and not valid):
-            new_status = copy.deepcopy(status(claim))
+            new_status = clone(status(claim))
             if valid:
                 new_status["reservedFor"] = valid
             else:
@@ -743,7 +811,7 @@ class ResourceClaimController(Controller):
             self.api.delete(self.claims, ns, name, {"preconditions": {"uid": meta(claim)["uid"]}})
             return
         if terminating(claim) and not allocated and FINALIZER in (meta(claim).get("finalizers") or []):
-            body = copy.deepcopy(claim)
+            body = clone(claim)
             body["metadata"]["finalizers"] = [f for f in meta(claim)["finalizers"] if f != FINALIZER]
             self.api.update(self.claims, ns, name, body, field_manager="resourceclaim-controller")
 
@@ -761,7 +829,7 @@ class DeviceTaintEvictionController(Controller):
         view = DeviceView(self.api, self.registry)
         if not view.rules and not any(d.device.get("taints") for d in view.by_key.values()):
             return
-        pods = {(meta(p)["namespace"], meta(p)["name"]): p for p in self.api.list(self.pods, None)["items"]}
+        pods = {(meta(p)["namespace"], meta(p)["name"]): p for p in self.api.list(self.pods, None, shared=True)["items"]}
         per_rule: dict = {}  # rule -> [pending, evicted or would-be-evicted]
         for (ns, _name), claim in view.claims.items():
             results = ((status(claim).get("allocation") or {}).get("devices") or {}).get("results") or []
@@ -785,7 +853,7 @@ class DeviceTaintEvictionController(Controller):
     def _evict(self, pod: dict, taint: dict) -> None:
         if terminating(pod):
             return
-        new_status = copy.deepcopy(status(pod))
+        new_status = clone(status(pod))
         new_status["conditions"] = set_condition(new_status.get("conditions"), "DisruptionTarget", "True",
                                                  "DeletionByDeviceTaintManager", "Device Taint manager: deleting due "
                                                  "to NoExecute taint %s" % taint.get("key"))
@@ -806,7 +874,7 @@ class DeviceTaintEvictionController(Controller):
             args = ("True", "PodsPendingEviction", "%d pods are pending eviction" % counts[0])
         else:
             args = ("False", "Completed" if effect == "NoExecute" else "NoEffect", "no pods are pending eviction")
-        new_status = copy.deepcopy(status(rule))
+        new_status = clone(status(rule))
         new_status["conditions"] = set_condition(new_status.get("conditions"), "EvictionInProgress", *args)
         for cond in new_status["conditions"]:
             cond.setdefault("observedGeneration", meta(rule).get("generation", 1))

@@ -29,13 +29,13 @@ class GarbageCollector(Controller):
         dependents = []
         for key in DEPENDENT_TYPES:
             rtype = self.rtype(*key)
-            dependents += [(rtype, obj) for obj in self.api.list(rtype, None)["items"]
+            dependents += [(rtype, obj) for obj in self.api.list(rtype, None, shared=True)["items"]
                            if meta(obj).get("ownerReferences") and not terminating(obj)]
         if not dependents:
             return
         alive = set()
         for key in OWNER_TYPES.values():
-            alive.update(meta(o).get("uid") for o in self.api.list(self.rtype(*key), None)["items"])
+            alive.update(meta(o).get("uid") for o in self.api.list(self.rtype(*key), None, shared=True)["items"])
         for rtype, obj in dependents:
             refs = meta(obj)["ownerReferences"]
             if all(r.get("kind") in OWNER_TYPES and r.get("uid") not in alive for r in refs):

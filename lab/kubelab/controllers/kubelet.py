@@ -38,11 +38,11 @@ in seconds):
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import time
 import uuid
 
+from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (condition, controller_ref, meta, node_ready, set_condition, spec, status,
                                         terminating, write_status)
@@ -89,6 +89,7 @@ def _address(node: dict) -> str:
 class KubeletController(Controller):
     watches = ("Pod", "Node")
     resync_seconds = 0.5
+    workers = 8  # pod workers (the kubelet runs one per pod)
 
     def __init__(self, lab):
         super().__init__(lab)
@@ -144,15 +145,14 @@ class KubeletController(Controller):
     def reconcile(self) -> None:
         down = self.nodes_down()
         nodes = {}
-        listed = self.api.list(self.nodes, None)["items"]
+        listed = self.api.list(self.nodes, None, shared=True)["items"]
         self._cidrs = {spec(n).get("podCIDR") for n in listed}
         for node in listed:
             node = self._node(node, meta(node)["name"] not in down)
             nodes[meta(node)["name"]] = node
-        pods = self.api.list(self.pods, None)["items"]
-        waiting = False
-        for pod in pods:
-            waiting = self._pod(pod, nodes, pods) or waiting
+        pods = self.api.list(self.pods, None, shared=True)["items"]
+        # a worker per pod, as the kubelet's pod workers; a pod whose write conflicted (None) is looked at soon again
+        waiting = any(result is None or result for result in self.each(pods, lambda pod: self._pod(pod, nodes, pods)))
         alive = {meta(p).get("uid") for p in pods}
         for uid in [u for u in self.since if u not in alive]:
             del self.since[uid]
@@ -162,13 +162,13 @@ class KubeletController(Controller):
 
     def _node(self, node: dict, ready: bool) -> dict:
         if not spec(node).get("podCIDR"):
-            used = getattr(self, "_cidrs", None) or {spec(n).get("podCIDR") for n in self.api.list(self.nodes, None)["items"]}
+            used = getattr(self, "_cidrs", None) or {spec(n).get("podCIDR") for n in self.api.list(self.nodes, None, shared=True)["items"]}
             cidr = next("10.244.%d.0/24" % i for i in range(256) if "10.244.%d.0/24" % i not in used)
             used.add(cidr)
-            body = copy.deepcopy(node)
+            body = clone(node)
             body.setdefault("spec", {}).update(podCIDR=cidr, podCIDRs=[cidr])
             node, _code = self.api.update(self.nodes, None, meta(node)["name"], body, field_manager="kube-controller-manager")
-        new_status = copy.deepcopy(status(node))
+        new_status = clone(status(node))
         engine = getattr(self.lab, "fault_engine", None)
         name = meta(node)["name"]
         rebooting = engine is not None and engine.fault_active("reboot", name)
@@ -209,7 +209,7 @@ class KubeletController(Controller):
         phase = status(pod).get("phase") or "Pending"
         if not node_ready(node):
             if phase == "Running" and (condition(pod, "Ready") or {}).get("status") == "True":
-                new_status = copy.deepcopy(status(pod))
+                new_status = clone(status(pod))
                 for kind in ("Ready", "ContainersReady"):
                     new_status["conditions"] = set_condition(new_status.get("conditions"), kind, "False", "NodeNotReady",
                                                              "Node is not ready" if kind == "Ready" else "")
@@ -258,7 +258,7 @@ class KubeletController(Controller):
         return sorted(conditions, key=lambda c: order.get(c.get("type"), len(order)))
 
     def _creating(self, pod: dict, node: dict) -> dict:
-        new_status = copy.deepcopy(status(pod))
+        new_status = clone(status(pod))
         host = _address(node)
         new_status.update(phase="Pending", hostIP=host, hostIPs=[{"ip": host}], startTime=now())
         new_status["containerStatuses"] = [
@@ -277,7 +277,7 @@ class KubeletController(Controller):
 
     def _running(self, pod: dict, node: dict, pods: list, ready: bool = True) -> dict:
         old = status(pod)
-        new_status = copy.deepcopy(old)
+        new_status = clone(old)
         stamp = now()
         ip = old.get("podIP") or self._pod_ip(pod, node, pods)
         new_status.update(phase="Running", podIP=ip, podIPs=[{"ip": ip}])
@@ -303,7 +303,7 @@ class KubeletController(Controller):
         return new_status
 
     def _succeeded(self, pod: dict) -> dict:
-        new_status = copy.deepcopy(status(pod))
+        new_status = clone(status(pod))
         stamp = now()
         statuses = []
         for item in new_status.get("containerStatuses") or []:

@@ -13,11 +13,11 @@ And what every namespace has: ServiceAccount ``default`` (``ServiceAccountsContr
 
 from __future__ import annotations
 
-import copy
 import os
 import tempfile
 import time
 
+from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.errors import ApiError
 
@@ -40,7 +40,7 @@ class NamespacesController(Controller):
         super().start()
 
     def reconcile(self) -> None:
-        present = {o["metadata"]["name"] for o in self.api.list(self.namespaces, None)["items"]}
+        present = {o["metadata"]["name"] for o in self.api.list(self.namespaces, None, shared=True)["items"]}
         for name in SYSTEM_NAMESPACES:
             if name in present:
                 continue
@@ -118,7 +118,7 @@ class _NamespacedPublisher(_EventGated):
     def reconcile(self) -> None:
         if not self.due():
             return
-        for namespace in self.api.list(self.namespaces, None)["items"]:
+        for namespace in self.api.list(self.namespaces, None, shared=True)["items"]:
             if _active(namespace):
                 self._guarded(namespace["metadata"]["name"])
 
@@ -237,7 +237,7 @@ class RootCACertPublisher(_NamespacedPublisher):
         annotations = current["metadata"].get("annotations") or {}
         if current.get("data") == data and annotations.get(ROOT_CA_DESCRIPTION_ANNOTATION):
             return
-        body = copy.deepcopy(current)
+        body = clone(current)
         body["data"] = data
         body["metadata"].setdefault("annotations", {})[ROOT_CA_DESCRIPTION_ANNOTATION] = ROOT_CA_DESCRIPTION
         self.api.update(self.configmaps, namespace, ROOT_CA_CONFIGMAP, body, field_manager=CONTROLLER_MANAGER)
@@ -298,7 +298,7 @@ class KubernetesServiceController(_EventGated):
         elif not self._reconciled:
             spec = current.get("spec") or {}
             if spec.get("ports") != ports or spec.get("type") != "ClusterIP":
-                body = copy.deepcopy(current)
+                body = clone(current)
                 body["spec"]["ports"] = ports
                 body["spec"]["type"] = "ClusterIP"
                 self.api.update(self.services, "default", "kubernetes", body, field_manager="kube-apiserver")
@@ -317,7 +317,7 @@ class KubernetesServiceController(_EventGated):
             return
         if current.get("subsets") == subsets and (current["metadata"].get("labels") or {}) == labels:
             return
-        body = copy.deepcopy(current)
+        body = clone(current)
         body["subsets"] = subsets
         body["metadata"]["labels"] = labels
         self.api.update(self.endpoints, "default", "kubernetes", body, field_manager="kube-apiserver")

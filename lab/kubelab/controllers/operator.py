@@ -35,9 +35,9 @@ no earlier than ``operator_ready_seconds`` after the rolled pods are Ready.
 
 from __future__ import annotations
 
-import copy
 import time
 
+from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import meta, owner_reference, set_condition, spec, stable_hash, status
 from kubelab.errors import ApiError
@@ -111,7 +111,7 @@ def _pod_template(name: str, cr: dict, component: str, gpu_nodes: bool, operator
     # spec.daemonsets.tolerations (the chart's daemonsets.tolerations): operands reach tainted GPU nodes
     for extra in (spec(cr).get("daemonsets") or {}).get("tolerations") or []:
         if isinstance(extra, dict) and extra not in tolerations:
-            tolerations.append(copy.deepcopy(extra))
+            tolerations.append(clone(extra))
     if component == "dra-driver" and feature_gates_env(cr):
         container["env"] = [{"name": "FEATURE_GATES", "value": feature_gates_env(cr)}]
     pod_spec = {"containers": [container], "serviceAccountName": name, "priorityClassName": "system-node-critical",
@@ -186,7 +186,7 @@ class GpuOperatorController(Controller):
         rtype = self.rtype("nvidia.com", version, plural)
         if rtype is None:
             return None, []
-        return rtype, self.api.list(rtype, None)["items"]
+        return rtype, self.api.list(rtype, None, shared=True)["items"]
 
     def reconcile(self) -> None:
         cp_type, policies = self._crs("v1", "clusterpolicies")
@@ -207,7 +207,7 @@ class GpuOperatorController(Controller):
     def _namespace(self) -> tuple:
         """(the operator's namespace, the tag of its image) from the ``gpu-operator`` Deployment."""
         deployments = self.api.list(self.kinds["Deployment"], None,
-                                    field_selector="metadata.name=gpu-operator")["items"]
+                                    field_selector="metadata.name=gpu-operator", shared=True)["items"]
         namespace = meta(deployments[0])["namespace"] if deployments else DEFAULT_NAMESPACE
         version = ""
         if deployments:
@@ -289,14 +289,14 @@ class GpuOperatorController(Controller):
         want = desired["metadata"]["annotations"][HASH_ANNOTATION]
         if (meta(current).get("annotations") or {}).get(HASH_ANNOTATION) == want:
             return current
-        body = copy.deepcopy(current)
+        body = clone(current)
         body["spec"] = desired["spec"]
         body["metadata"].setdefault("annotations", {})[HASH_ANNOTATION] = want
         written, _code = self.api.update(rtype, namespace, name, body, field_manager=MANAGER)
         return written
 
     def _status(self, rtype, cr: dict, ready: bool, reason: str, message: str, namespace: str | None = None) -> None:
-        new_status = copy.deepcopy(status(cr))
+        new_status = clone(status(cr))
         new_status["state"] = "ready" if ready else "notReady"
         if namespace:
             new_status["namespace"] = namespace
@@ -315,7 +315,7 @@ class GpuOperatorController(Controller):
         new_status["conditions"] = conditions
         if new_status == status(cr):
             return
-        body = copy.deepcopy(cr)
+        body = clone(cr)
         body["status"] = new_status
         sub = "status" if "status" in rtype.subresources else ""
         try:
@@ -339,7 +339,7 @@ class GpuOperatorController(Controller):
                                  "ownerReferences": [owner_reference(cr)]},
                     "spec": desired_spec}, field_manager=MANAGER)
             elif spec(current) != desired_spec or not meta(current).get("ownerReferences"):
-                body = copy.deepcopy(current)
+                body = clone(current)
                 body["spec"] = desired_spec
                 body["metadata"]["ownerReferences"] = [owner_reference(cr)]
                 self.api.update(rtype, None, name, body, field_manager=MANAGER)

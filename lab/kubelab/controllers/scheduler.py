@@ -57,10 +57,12 @@ each recorded in ``lab.claim_truth[...]["injected"]``.
 
 from __future__ import annotations
 
-import copy
 import random
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
+from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab import cel
 from kubelab.controllers.common import (meta, node_affinity_matches, node_ready, pod_active, pod_resource, quantity,
@@ -68,7 +70,7 @@ from kubelab.controllers.common import (meta, node_affinity_matches, node_ready,
                                         write_status)
 from kubelab.controllers.dra import (EXTENDED_ANNOTATION, FINALIZER, IMPLICIT_PREFIX, NO_FIT, POD_CLAIM_ANNOTATION,
                                      AllocationError, Allocator, DeviceView, Unresolvable, allocation_status, backend,
-                                     claim_devices, inject, mark, numa_eligible, numa_nodes, truth)
+                                     claim_devices, inject, mark, numa_eligible, numa_nodes, pod_owner_ref, truth)
 from kubelab.errors import ApiError
 
 GPU = "nvidia.com/gpu"
@@ -87,7 +89,7 @@ def _extended_names(pod_spec: dict) -> set:
 
 
 def _unschedulable_status(pod: dict, message: str) -> dict:
-    new_status = copy.deepcopy(status(pod))
+    new_status = clone(status(pod))
     new_status["conditions"] = set_condition(new_status.get("conditions"), "PodScheduled", "False", "Unschedulable",
                                              message)
     new_status.setdefault("phase", "Pending")
@@ -95,32 +97,58 @@ def _unschedulable_status(pod: dict, message: str) -> dict:
 
 
 class SchedulerController(Controller):
+    """kube-scheduler: a scheduling cycle per pending pod (one at a time), then its binding cycle (PreBind's
+    claim allocation, the binding, the PodScheduled condition) on a pool of binder threads, as kube-scheduler
+    binds asynchronously. While a pod's binding runs, the pod is *assumed*: its node, GPUs, devices and
+    claims count as taken, and it is not scheduled again; a binding that fails leaves it pending for the next
+    pass (woken when the binding ends)."""
+
     watches = ("Pod", "Node", "ResourceClaim", "ResourceSlice", "DeviceClass", "DeviceTaintRule")
     resync_seconds = 1.0
+    binders = 4
 
     def __init__(self, lab):
         super().__init__(lab)
         self.pods = self.rtype("", "v1", "pods")
         self.nodes = self.rtype("", "v1", "nodes")
+        self.assumed: dict = {}  # pod uid -> {"node", "gpus", "devices", "claims"} while its binding runs
+        self.assumed_lock = threading.Lock()
+        self.binder = ThreadPoolExecutor(max_workers=self.binders, thread_name_prefix="scheduler-bind")
+
+    def stop(self) -> None:
+        super().stop()
+        self.binder.shutdown(wait=True)
 
     def reconcile(self) -> None:
-        pods = self.api.list(self.pods, None)["items"]
+        pods = self.api.list(self.pods, None, shared=True)["items"]
+        with self.assumed_lock:
+            assumed = dict(self.assumed)
         pending = [p for p in pods if not spec(p).get("nodeName") and not terminating(p)
                    and spec(p).get("schedulerName", "default-scheduler") == "default-scheduler"
-                   and status(p).get("phase", "Pending") == "Pending"]
+                   and status(p).get("phase", "Pending") == "Pending" and meta(p).get("uid") not in assumed]
         if not pending:
             return
-        nodes = self.api.list(self.nodes, None)["items"]
+        nodes = self.api.list(self.nodes, None, shared=True)["items"]
         load = {meta(n)["name"]: {"pods": 0, GPU: 0.0} for n in nodes}
+        listed = set()  # uids of bound pods
         for pod in pods:
             bound = spec(pod).get("nodeName")
+            if bound:
+                listed.add(meta(pod).get("uid"))
             if bound in load and (pod_active(pod) or terminating(pod)):
                 load[bound]["pods"] += 1
                 load[bound][GPU] += pod_resource(spec(pod), GPU)
+        for uid, entry in assumed.items():
+            if uid not in listed and entry["node"] in load:  # bound already: counted above
+                load[entry["node"]]["pods"] += 1
+                load[entry["node"]][GPU] += entry["gpus"]
         pending.sort(key=lambda p: (meta(p).get("creationTimestamp", ""), meta(p).get("namespace", ""), meta(p)["name"]))
         dra = None
         if any(spec(p).get("resourceClaims") or _extended_names(spec(p)) for p in pending):
             dra = DraScheduling(self)
+            for entry in assumed.values():
+                dra.view.in_use |= entry["devices"]
+            dra.busy_claims = set().union(*(entry["claims"] for entry in assumed.values())) if assumed else set()
         for pod in pending:
             try:
                 self._schedule(pod, nodes, load, dra)
@@ -155,10 +183,14 @@ class SchedulerController(Controller):
         if dra is not None:
             try:
                 pod, claims, extended = dra.pod_claims(pod)
+            except ClaimsNotReady:
+                return  # woken again by the claim's creation
             except Unresolvable as exc:
                 message = "0/%d nodes are available: %s." % (len(nodes), exc)
                 write_status(self.api, self.pods, pod, _unschedulable_status(pod, message), MANAGER)
                 return
+        if dra is not None and any((meta(c)["namespace"], meta(c)["name"]) in dra.busy_claims for c in claims):
+            return  # a claim of another pod's binding in flight: scheduled once that binding is done
         if dra is not None and (claims or extended is not None or dra.wants_devices(pod, nodes)):
             if dra.injected_failure(pod, claims, extended):
                 message = "0/%d nodes are available: %s: %s." % (len(nodes), NO_FIT, INJECTED_FAILURE)
@@ -184,23 +216,72 @@ class SchedulerController(Controller):
         fitting.sort(key=lambda n: (load[meta(n)["name"]]["pods"], meta(n)["name"]))
         node = fitting[0]
         name = meta(node)["name"]
-        extended_status = dra.commit(pod, plans[name]) if dra is not None else None
+        plan = plans.get(name)
+        gpus = pod_resource(spec(pod), GPU)
+        load[name]["pods"] += 1
+        load[name][GPU] += gpus
+        devices, claim_keys = plan_devices(plan), {(meta(c)["namespace"], meta(c)["name"]) for c in claims}
+        if dra is not None:
+            dra.view.in_use |= devices
+            dra.busy_claims |= claim_keys
+        with self.assumed_lock:
+            self.assumed[meta(pod)["uid"]] = {"node": name, "gpus": gpus, "devices": devices, "claims": claim_keys}
+        try:
+            self.binder.submit(self._binding, pod, dra, plan, name)
+        except RuntimeError:  # the binder is shut down: the lab is stopping
+            with self.assumed_lock:
+                self.assumed.pop(meta(pod)["uid"], None)
+
+    def _binding(self, pod: dict, dra, plan: dict | None, name: str) -> None:
+        """The binding cycle (a binder thread): PreBind (the claims' allocation), Bind, the PodScheduled condition."""
+        try:
+            self._bind(pod, dra, plan, name)
+        except ApiError as exc:
+            if exc.code not in (404, 409, 410, 422, 429):
+                self.lab.controller_errors.append("%s: %s" % (type(self).__name__, exc.message))
+        except Exception as exc:  # pylint: disable=broad-except
+            self.lab.controller_errors.append("%s: binding: %r" % (type(self).__name__, exc))
+        finally:
+            with self.assumed_lock:
+                self.assumed.pop(meta(pod)["uid"], None)
+            with self.store.changed:  # the scheduling loop looks again (a failed binding's pod is pending)
+                self.store.changed.notify_all()
+
+    def _bind(self, pod: dict, dra, plan: dict | None, name: str) -> None:
+        extended_status = dra.commit(pod, plan, remember=False) if dra is not None else None
         if extended_status:
             # PreBind (DynamicResources): the pod's extendedResourceClaimStatus is written before the binding,
             # so a kubelet status write after the binding cannot race it away.
-            early = copy.deepcopy(status(pod))
+            early = clone(status(pod))
             early["extendedResourceClaimStatus"] = extended_status
             pod = write_status(self.api, self.pods, pod, early, MANAGER)
-        body = copy.deepcopy(pod)
+        body = clone(pod)
         body.setdefault("spec", {})["nodeName"] = name
         bound, _code = self.api.update(self.pods, meta(pod)["namespace"], meta(pod)["name"], body, field_manager=MANAGER)
-        load[name]["pods"] += 1
-        load[name][GPU] += pod_resource(spec(pod), GPU)
-        new_status = copy.deepcopy(status(bound))
+        new_status = clone(status(bound))
         new_status["conditions"] = set_condition(new_status.get("conditions"), "PodScheduled", "True")
         if extended_status:
             new_status["extendedResourceClaimStatus"] = extended_status
         write_status(self.api, self.pods, bound, new_status, MANAGER)
+
+
+class ClaimsNotReady(Exception):
+    """A pod's claim from a template is not made yet (the resource claim controller makes it)."""
+
+
+def plan_devices(plan: dict | None) -> set:
+    """(driver, pool, device) of every allocation a scheduling plan makes (its claims and the extended one)."""
+    if not plan:
+        return set()
+    allocations = [allocation for _claim, allocation in plan.get("allocate") or []]
+    if plan.get("extended"):
+        allocations.append(plan["extended"][1])
+    found = set()
+    for allocation in allocations:
+        for result in ((allocation or {}).get("devices") or {}).get("results") or []:
+            if not result.get("adminAccess"):
+                found.add((result.get("driver"), result.get("pool"), result.get("device")))
+    return found
 
 
 class DraScheduling:
@@ -212,6 +293,7 @@ class DraScheduling:
         self.templates = scheduler.rtype("resource.k8s.io", "v1", "resourceclaimtemplates")
         self.view = DeviceView(self.api, scheduler.registry)
         self.engine = getattr(self.lab, "fault_engine", None)
+        self.busy_claims: set = set()  # claims of bindings in flight: their pods wait for the next pass
         self.delays: dict = {}  # claim key (or ("pod", ns, name) for the extended claim) -> allocation delay
         self.extended: dict = {}  # extended resource name -> DeviceClass (the newest naming it)
         classes = sorted(self.view.classes.values(), key=lambda c: meta(c)["name"])
@@ -232,7 +314,9 @@ class DraScheduling:
     # -- claims of a pod ------------------------------------------------------------------------
 
     def pod_claims(self, pod: dict) -> tuple[dict, list, dict | None]:
-        """(pod, its claims, its extended-resource claim); creates claims from templates."""
+        """(pod, its claims, its extended-resource claim). A claim from a template is made by the resource
+        claim controller (kube-controller-manager), which names it in the pod's status: until then the pod
+        waits (ClaimsNotReady), as kube-scheduler's DynamicResources PreFilter waits for it."""
         ns, uid = meta(pod)["namespace"], meta(pod)["uid"]
         owned = {}
         extended = None
@@ -244,7 +328,7 @@ class DraScheduling:
                 elif annotations.get(POD_CLAIM_ANNOTATION):
                     owned[annotations[POD_CLAIM_ANNOTATION]] = claim
         recorded = {s.get("name"): s.get("resourceClaimName") for s in status(pod).get("resourceClaimStatuses") or []}
-        statuses, claims = [], []
+        claims = []
         for entry in spec(pod).get("resourceClaims") or []:
             if entry.get("resourceClaimName"):
                 claim = self.view.claims.get((ns, entry["resourceClaimName"]))
@@ -253,44 +337,15 @@ class DraScheduling:
             elif entry.get("resourceClaimTemplateName"):
                 claim = self.view.claims.get((ns, recorded.get(entry.get("name")) or "")) or owned.get(entry.get("name"))
                 if claim is None:
-                    claim = self._from_template(pod, entry)
-                statuses.append({"name": entry.get("name"), "resourceClaimName": meta(claim)["name"]})
+                    if self.api.store.get_or_none(self.templates, ns, entry["resourceClaimTemplateName"]) is None:
+                        raise Unresolvable('resourceclaimtemplate "%s" not found' % entry["resourceClaimTemplateName"])
+                    raise ClaimsNotReady(meta(pod)["name"])
             else:
                 raise Unresolvable("pod claim %s names neither a claim nor a template" % entry.get("name"))
             if terminating(claim):
                 raise Unresolvable('resourceclaim "%s" is being deleted' % meta(claim)["name"])
             claims.append(claim)
-        if statuses and statuses != status(pod).get("resourceClaimStatuses"):
-            new_status = copy.deepcopy(status(pod))
-            new_status["resourceClaimStatuses"] = statuses
-            pod = write_status(self.api, self.pods, pod, new_status, MANAGER)
         return pod, claims, extended
-
-    def _from_template(self, pod: dict, entry: dict) -> dict:
-        ns, pod_name = meta(pod)["namespace"], meta(pod)["name"]
-        try:
-            template = self.api.get(self.templates, ns, entry["resourceClaimTemplateName"])
-        except ApiError as exc:
-            if exc.code == 404:
-                raise Unresolvable('resourceclaimtemplate "%s" not found' % entry["resourceClaimTemplateName"]) from exc
-            raise
-        tmeta = spec(template).get("metadata") or {}
-        annotations = dict(tmeta.get("annotations") or {}, **{POD_CLAIM_ANNOTATION: entry.get("name")})
-        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                "metadata": {"name": "%s-%s-%s" % (pod_name, entry.get("name"), random_suffix()), "namespace": ns,
-                             "annotations": annotations, "ownerReferences": [self._owner(pod)]},
-                "spec": copy.deepcopy(spec(template).get("spec") or {})}
-        if tmeta.get("labels"):
-            body["metadata"]["labels"] = dict(tmeta["labels"])
-        claim = self.api.create(self.claims, ns, body, field_manager="resourceclaim-controller")
-        mark(self.lab, ns, meta(claim)["name"], "created")
-        self.view.claims[(ns, meta(claim)["name"])] = claim
-        return claim
-
-    @staticmethod
-    def _owner(pod: dict) -> dict:
-        return {"apiVersion": "v1", "kind": "Pod", "name": meta(pod)["name"], "uid": meta(pod)["uid"],
-                "controller": True, "blockOwnerDeletion": True}
 
     # -- per node -------------------------------------------------------------------------------
 
@@ -357,16 +412,21 @@ class DraScheduling:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def commit(self, pod: dict, plan: dict) -> dict | None:
-        """Reserve and allocate the planned claims for ``pod``; the extendedResourceClaimStatus, if any."""
+    def commit(self, pod: dict, plan: dict, remember: bool = True) -> dict | None:
+        """Reserve and allocate the planned claims for ``pod``; the extendedResourceClaimStatus, if any.
+
+        ``remember``: put the written claims into this pass's view (False from a binder thread: the
+        scheduling cycle took the plan's devices and claims into the view before it handed the pod over)."""
         ref = {"resource": "pods", "name": meta(pod)["name"], "uid": meta(pod)["uid"]}
         for claim in plan["keep"]:
             if not any(r.get("uid") == ref["uid"] for r in status(claim).get("reservedFor") or []):
-                new_status = copy.deepcopy(status(claim))
+                new_status = clone(status(claim))
                 new_status["reservedFor"] = (new_status.get("reservedFor") or []) + [ref]
-                self._remember(write_status(self.api, self.claims, claim, new_status, MANAGER))
+                written = write_status(self.api, self.claims, claim, new_status, MANAGER)
+                if remember:
+                    self._remember(written)
         for claim, allocation in plan["allocate"]:
-            self._allocate(claim, allocation, ref)
+            self._allocate(claim, allocation, ref, remember)
             self._injected((meta(claim)["namespace"], meta(claim)["name"]), plan, claim)
         if plan["extended"] is None:
             return plan.get("extended_status")
@@ -374,27 +434,28 @@ class DraScheduling:
         ns = meta(pod)["namespace"]
         body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                 "metadata": {"name": "%s-extended-resources-%s" % (meta(pod)["name"], random_suffix()), "namespace": ns,
-                             "annotations": {EXTENDED_ANNOTATION: "true"}, "ownerReferences": [self._owner(pod)],
+                             "annotations": {EXTENDED_ANNOTATION: "true"}, "ownerReferences": [pod_owner_ref(pod)],
                              "finalizers": [FINALIZER]},
                 "spec": ext_spec}
         claim = self.api.create(self.claims, ns, body, field_manager=MANAGER)
         mark(self.lab, ns, meta(claim)["name"], "created")
-        self._allocate(claim, allocation, ref)
+        self._allocate(claim, allocation, ref, remember)
         key = (ns, meta(claim)["name"])
         inject(self.lab, key, "allocation_delay", self.delays.get(("pod", ns, meta(pod)["name"]), 0.0))
         return {"resourceClaimName": meta(claim)["name"], "requestMappings": mappings}
 
-    def _allocate(self, claim: dict, allocation: dict, ref: dict) -> None:
+    def _allocate(self, claim: dict, allocation: dict, ref: dict, remember: bool = True) -> None:
         if FINALIZER not in (meta(claim).get("finalizers") or []):
-            body = copy.deepcopy(claim)
+            body = clone(claim)
             body["metadata"]["finalizers"] = (meta(claim).get("finalizers") or []) + [FINALIZER]
             claim, _code = self.api.update(self.claims, meta(claim)["namespace"], meta(claim)["name"], body,
                                            field_manager=MANAGER)
-        new_status = copy.deepcopy(status(claim))
+        new_status = clone(status(claim))
         new_status.update(allocation=allocation, reservedFor=[ref])
         claim = write_status(self.api, self.claims, claim, new_status, MANAGER)
         mark(self.lab, meta(claim)["namespace"], meta(claim)["name"], "allocated", once=False)
-        self._remember(claim)
+        if remember:
+            self._remember(claim)
 
     # -- fault injection (kubelab.faults): claim_allocation_failure per: pod, claim_latency, numa_violation
 

@@ -22,8 +22,8 @@ SuccessCriteriaMet and Complete (True). Failure policies and Indexed completion 
 
 from __future__ import annotations
 
-import copy
 
+from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (CONTROLLER_MANAGER, meta, owned_by, pod_active, pod_from_template, pod_ready,
                                         set_condition, spec, stable_hash, status, terminating,
@@ -46,10 +46,10 @@ class _OwnerLoop(Controller):
         self.pods = self.rtype("", "v1", "pods")
 
     def reconcile(self) -> None:
-        owners = self.api.list(self.owners, None)["items"]
+        owners = self.api.list(self.owners, None, shared=True)["items"]
         if not owners:
             return
-        pods = self.api.list(self.pods, None)["items"]
+        pods = self.api.list(self.pods, None, shared=True)["items"]
         for owner in owners:
             if terminating(owner):
                 continue
@@ -145,7 +145,7 @@ class StatefulSetController(_OwnerLoop):
 
     def _status(self, sts: dict, active: list, revision: str, replicas: int) -> None:
         min_ready = int(spec(sts).get("minReadySeconds") or 0)
-        new_status = copy.deepcopy(status(sts))
+        new_status = clone(status(sts))
         current = new_status.get("currentRevision") or revision
         updated = sum(1 for p in active if (meta(p).get("labels") or {}).get(REVISION_LABEL) == revision)
         ready = sum(1 for p in active if pod_ready(p))
@@ -195,7 +195,7 @@ class JobController(_OwnerLoop):
             for pod in active[wanted:]:
                 self._delete(pod)
             active = active[:wanted]
-        new_status = copy.deepcopy(status(job))
+        new_status = clone(status(job))
         new_status.setdefault("startTime", now())
         new_status.update(active=len(active), ready=sum(1 for p in active if pod_ready(p)), succeeded=succeeded,
                           terminating=sum(1 for p in pods if terminating(p)))

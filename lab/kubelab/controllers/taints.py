@@ -29,9 +29,9 @@ cancelled (the queue keeps the fired key).
 
 from __future__ import annotations
 
-import copy
 import time
 
+from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (CONTROLLER_MANAGER, matching_tolerations, meta, set_condition, spec, status,
                                         terminating, write_status)
@@ -122,7 +122,7 @@ class TaintEvictionController(Controller):
         self.deletions = 0
 
     def reconcile(self) -> None:
-        nodes = {meta(n)["name"]: n for n in self.api.list(self.nodes, None)["items"]}
+        nodes = {meta(n)["name"]: n for n in self.api.list(self.nodes, None, shared=True)["items"]}
         tainted = {name: noexecute_taints(n) for name, n in nodes.items() if noexecute_taints(n)}
         if not tainted:
             for key in [k for k, e in self.queue.items() if not e.get("fired")]:
@@ -132,7 +132,7 @@ class TaintEvictionController(Controller):
             return
         moment = self.clock()
         live = set()
-        for pod in self.api.list(self.pods, None)["items"]:
+        for pod in self.api.list(self.pods, None, shared=True)["items"]:
             key = (meta(pod)["namespace"], meta(pod)["name"])
             node_name = spec(pod).get("nodeName")
             entry = self.queue.get(key)
@@ -166,7 +166,7 @@ class TaintEvictionController(Controller):
     def _evict(self, pod: dict, entry: dict) -> None:
         namespace, name = meta(pod)["namespace"], meta(pod)["name"]
         self._event(namespace, name, "Marking for deletion Pod %s/%s" % (namespace, name))
-        new_status = copy.deepcopy(status(pod))
+        new_status = clone(status(pod))
         new_status["conditions"] = set_condition(new_status.get("conditions"), "DisruptionTarget", "True",
                                                  DISRUPTION_REASON, DISRUPTION_MESSAGE)
         try:

@@ -30,11 +30,11 @@ readyReplicas, availableReplicas (``minReadySeconds`` honoured), observedGenerat
 
 from __future__ import annotations
 
-import copy
 import datetime
 import math
 import time
 
+from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (CONTROLLER_MANAGER, condition, int_or_percent, meta, owned_by, owner_reference,
                                         pod_active, pod_from_template, pod_ready, set_condition, spec,
@@ -64,7 +64,7 @@ def available(pod: dict, min_ready_seconds: int) -> bool:
 
 
 def _without_hash(template: dict) -> dict:
-    template = copy.deepcopy(template or {})
+    template = clone(template or {})
     labels = (template.get("metadata") or {}).get("labels")
     if labels is not None:
         labels.pop(HASH_LABEL, None)
@@ -175,7 +175,7 @@ def record_event(ctl: Controller, obj: dict, reason: str, message: str, event_ty
     try:
         current = ctl.store.get_or_none(events, meta(obj)["namespace"], seen[key]) if key in seen else None
         if current is not None:
-            body = copy.deepcopy(current)
+            body = clone(current)
             body["count"] = int(body.get("count") or 1) + 1
             body["lastTimestamp"] = stamp
             ctl.api.update(events, meta(obj)["namespace"], meta(body)["name"], body, field_manager=CONTROLLER_MANAGER)
@@ -239,7 +239,7 @@ def _replica_failure(ctl: Controller, owner: dict, error: str | None) -> None:
         new_conditions = [c for c in conditions if c.get("type") != REPLICA_FAILURE]
     else:
         return
-    new_status = copy.deepcopy(status(owner))
+    new_status = clone(status(owner))
     if new_conditions:
         new_status["conditions"] = new_conditions
     else:
@@ -306,8 +306,8 @@ class ReplicaSetController(Controller):
         self.replicasets = self.rtype("apps", "v1", "replicasets")
 
     def reconcile(self) -> None:
-        pods = self.api.list(self.pods, None)["items"]
-        for rs in self.api.list(self.replicasets, None)["items"]:
+        pods = self.api.list(self.pods, None, shared=True)["items"]
+        for rs in self.api.list(self.replicasets, None, shared=True)["items"]:
             if terminating(rs):
                 continue
             try:
@@ -342,8 +342,8 @@ class DeploymentController(Controller):
         self.replicasets = self.rtype("apps", "v1", "replicasets")
 
     def reconcile(self) -> None:
-        all_rs = self.api.list(self.replicasets, None)["items"]
-        for deploy in self.api.list(self.deployments, None)["items"]:
+        all_rs = self.api.list(self.replicasets, None, shared=True)["items"]
+        for deploy in self.api.list(self.deployments, None, shared=True)["items"]:
             if terminating(deploy):
                 continue
             try:
@@ -358,9 +358,9 @@ class DeploymentController(Controller):
             if _without_hash(spec(rs).get("template")) == _without_hash(template):
                 return rs, False
         namespace = meta(deploy)["namespace"]
-        rs_template = copy.deepcopy(template)
+        rs_template = clone(template)
         rs_template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = template_hash
-        selector = copy.deepcopy(spec(deploy).get("selector") or {})
+        selector = clone(spec(deploy).get("selector") or {})
         selector.setdefault("matchLabels", {})[HASH_LABEL] = template_hash
         labels = dict((template.get("metadata") or {}).get("labels") or {})
         labels[HASH_LABEL] = template_hash
@@ -379,7 +379,7 @@ class DeploymentController(Controller):
     def _scale(self, rs: dict, replicas: int) -> dict:
         if int(spec(rs).get("replicas", 1)) == replicas:
             return rs
-        body = copy.deepcopy(rs)
+        body = clone(rs)
         body["spec"]["replicas"] = replicas
         written, _code = self.api.update(self.replicasets, meta(rs)["namespace"], meta(rs)["name"], body,
                                          field_manager=CONTROLLER_MANAGER)
@@ -399,7 +399,7 @@ class DeploymentController(Controller):
         olds = sorted([rs for rs in owned if meta(rs)["uid"] != meta(new)["uid"]], key=_revision)
         top = max([_revision(r) for r in olds] or [0])
         if _revision(new) <= top:  # a rollback to an old template: it becomes the newest revision
-            body = copy.deepcopy(new)
+            body = clone(new)
             body["metadata"].setdefault("annotations", {})[REVISION] = str(top + 1)
             new, _code = self.api.update(self.replicasets, meta(new)["namespace"], meta(new)["name"], body,
                                          field_manager=CONTROLLER_MANAGER)
@@ -436,7 +436,7 @@ class DeploymentController(Controller):
         for rs in idle[:max(0, len(idle) - limit)]:
             self.api.delete(self.replicasets, meta(rs)["namespace"], meta(rs)["name"])
         if new is not None and (meta(deploy).get("annotations") or {}).get(REVISION) != str(_revision(new)):
-            body = copy.deepcopy(deploy)
+            body = clone(deploy)
             body["metadata"].setdefault("annotations", {})[REVISION] = str(_revision(new))
             deploy, _code = self.api.update(self.deployments, meta(deploy)["namespace"], meta(deploy)["name"], body,
                                             field_manager=CONTROLLER_MANAGER)
@@ -459,7 +459,7 @@ class DeploymentController(Controller):
             args = ("Unknown", RESUMED_REASON, "Deployment is resumed")
         else:
             return False
-        new_status = copy.deepcopy(status(deploy))
+        new_status = clone(status(deploy))
         new_status["conditions"] = set_condition(new_status.get("conditions"), "Progressing", *args, update_time=True)
         write_status(self.api, self.deployments, deploy, new_status)
         return True
@@ -473,7 +473,7 @@ class DeploymentController(Controller):
         olds = sorted([rs for rs in owned if new is None or meta(rs)["uid"] != meta(new)["uid"]], key=_revision)
         top = max([_revision(r) for r in olds] or [0])
         if new is not None and _revision(new) <= top:
-            body = copy.deepcopy(new)
+            body = clone(new)
             body["metadata"].setdefault("annotations", {})[REVISION] = str(top + 1)
             new, _code = self.api.update(self.replicasets, meta(new)["namespace"], meta(new)["name"], body,
                                          field_manager=CONTROLLER_MANAGER)
@@ -490,7 +490,7 @@ class DeploymentController(Controller):
         ready = sum(int(status(rs).get("readyReplicas", 0)) for rs in every)
         avail = sum(int(status(rs).get("availableReplicas", 0)) for rs in every)
         updated = int(status(new).get("replicas", 0)) if new is not None else 0
-        new_status = copy.deepcopy(status(deploy))
+        new_status = clone(status(deploy))
         new_status.update(observedGeneration=meta(deploy).get("generation", 1), replicas=total, updatedReplicas=updated,
                           readyReplicas=ready, availableReplicas=avail)
         if desired - avail > 0:

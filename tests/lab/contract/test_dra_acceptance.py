@@ -6,7 +6,7 @@
 the extended-resource DeviceClass), its measurements compared with the lab's ground truth
 (``lab.claim_truth``: the times the lab wrote each state and what it injected):
 
-injected latencies -> p50/p95/p99 within 10 ms of the truth's; allocation failures at 5 % over 120 claims
+injected latencies -> p50/p95/p99 within 10 ms of the truth's; allocation failures at 2 % over 500 claims
 -> exactly the numerator and denominator the lab caused; a leak -> cleanup defects naming the claims; a
 NUMA-violating placement -> violations naming claims and devices; a DRA kubelet plugin restart mid-run ->
 recovery recorded, no leak; a NoExecute device taint -> evictions observed, an extended-resource pod among
@@ -151,17 +151,17 @@ def test_injected_latencies_match_the_truth(lab, tmp_path):
 
 
 def test_allocation_failures_give_the_exact_ratio_the_lab_caused(lab, tmp_path):
-    # 120 claims at 5 % (the 500 at 2 % takes the 2-core lab over 3 minutes): the same exactness
-    lab.server.fault_engine.add({"claim_allocation_failure": {"rate": 0.05, "per": "pod", "seed": 11}})
-    result = lifecycles(lab, tmp_path, "failures", count=120, concurrency=12, kinds=["template"], lifecycle_timeout=8,
-                        progress_every=50)
+    # the 500 claims at 2 %
+    lab.server.fault_engine.add({"claim_allocation_failure": {"rate": 0.02, "per": "pod", "seed": 11}})
+    result = lifecycles(lab, tmp_path, "failures", count=500, concurrency=24, kinds=["template"], lifecycle_timeout=8,
+                        progress_every=100)
     failed = {t["claim"] or t["pod"] for t in truth_of(lab, "failures") if t["injected"]["allocation_failure"]}
     assert failed, "the seed made no failure"
-    assert result.get("success_rate", {}).get("denominator") == 120, {k: v for k, v in result.items() if k != "invocation"}
-    assert result["success_rate"]["numerator"] == 120 - len(failed), (result["errors"], sorted(failed))
+    assert result.get("success_rate", {}).get("denominator") == 500, {k: v for k, v in result.items() if k != "invocation"}
+    assert result["success_rate"]["numerator"] == 500 - len(failed), (result["errors"], sorted(failed))
     assert result["errors"] == {"AllocationFailed": len(failed)}
     assert {r["claim"] for r in records(result) if r["error_class"]} == failed
-    assert result["progress"][-1] == "claims 120/120 done, %d failed" % len(failed)
+    assert result["progress"][-1] == "claims 500/500 done, %d failed" % len(failed)
     assert result["cleanup_defects"]["numerator"] == 0 and nothing_left(lab, "failures")
 
 

@@ -240,7 +240,7 @@ def test_template_claim_lifecycle(lab):
     kube.delete("pods", "app")
     wait_for(lambda: kube.gone("resourceclaims", entry["resourceClaimName"]), what="generated claim deleted")
     stamps = wait_for(lambda: "deleted" in lab.server.claim_timings[key] and lab.server.claim_timings[key])
-    assert stamps["pod_started"] <= stamps["deallocated"] <= stamps["deleted"]
+    assert stamps["pod_started"] <= stamps["deallocated"] <= stamps["deleted"], stamps
 
 
 def test_second_pod_waits_for_the_only_gpu(lab):

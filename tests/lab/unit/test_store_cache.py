@@ -20,7 +20,8 @@ import pytest
 from kubelab.errors import ApiError
 from kubelab.etcd import EtcdProcess
 from kubelab.resources import Registry
-from kubelab.store import Store
+from kubelab.clone import clone
+from kubelab.store import SharedObjectMutated, Store
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +86,44 @@ def test_reads_are_fresh_objects(store):
     first["data"]["k"] = "mutated"
     store.list(cms, "cache-2")[0][0]["data"]["k"] = "mutated too"
     assert store.get(cms, "cache-2", "fresh")["data"] == {"k": "1"}
+
+
+def test_shared_reads_hand_out_one_object_per_revision(store):
+    """list(shared=True) is an informer lister: the same decoded object until the object changes."""
+    cms, _ns = types()
+    store.create(cms, configmap("shared", "cache-s", k="1"))
+    first = store.list(cms, "cache-s", shared=True)[0][0]
+    assert store.list(cms, "cache-s", shared=True)[0][0] is first
+    assert store.list(cms, "cache-s")[0][0] is not first and store.list(cms, "cache-s")[0][0] == first
+    body = store.get(cms, "cache-s", "shared")
+    body["data"]["k"] = "2"
+    updated = store.update(cms, body)
+    second = store.list(cms, "cache-s", shared=True)[0][0]
+    assert second is not first and second == updated and first["data"] == {"k": "1"}
+    store.delete(cms, "cache-s", "shared")
+    assert store.list(cms, "cache-s", shared=True)[0] == []
+
+
+def test_a_changed_shared_object_is_caught_when_checking(store):
+    cms, _ns = types()
+    store.check_shared = True
+    store.create(cms, configmap("guarded", "cache-g", k="1"))
+    store.list(cms, "cache-g", shared=True)[0][0]["data"]["k"] = "changed by a careless reader"
+    with pytest.raises(SharedObjectMutated, match="cache-g/guarded"):
+        store.list(cms, "cache-g", shared=True)
+    assert store.list(cms, "cache-g", shared=True)[0][0]["data"] == {"k": "1"}  # decoded afresh
+
+
+def test_events_after_reads_only_the_new_end(store):
+    cms, _ns = types()
+    first = store.create(cms, configmap("e1", "cache-e", k="1"))
+    second = store.create(cms, configmap("e2", "cache-e", k="1"))
+    third = store.create(cms, configmap("e3", "cache-e", k="1"))
+    after = store.events_after(int(first["metadata"]["resourceVersion"]))
+    assert [event[3]["metadata"]["name"] for event in after] == ["e2", "e3"]
+    assert store.events_after(int(third["metadata"]["resourceVersion"])) == []
+    assert [e[0] for e in store.events_after(int(second["metadata"]["resourceVersion"]) - 1)] == [
+        int(second["metadata"]["resourceVersion"]), int(third["metadata"]["resourceVersion"])]
 
 
 def test_dry_runs_leave_the_cache(store):
@@ -272,3 +311,15 @@ def test_watch_after_compaction_resyncs(store, etcd):
         assert behind.start_revision > loaded
     finally:
         behind.close()
+
+
+def test_clone_is_a_deep_copy():
+    obj = {"a": [1, {"b": (2, 3)}, None], "c": {"d": 1.5, "e": True}}
+    copied = clone(obj)
+    assert copied == obj and copied is not obj and copied["a"][1] is not obj["a"][1]
+    assert copied["a"][1]["b"] == (2, 3)  # tuples stay tuples, as with copy.deepcopy
+    copied["c"]["d"] = 0
+    assert obj["c"]["d"] == 1.5
+    lock = threading.Lock()
+    with pytest.raises(TypeError):  # what neither pickle nor deepcopy can copy
+        clone({"lock": lock})

@@ -20,9 +20,11 @@ so ``rate()`` over it is defined. ``KubeletMetrics.dcgm_missing`` (a set of ``(u
 ``(uuid, None)`` for all of a GPU's metrics) leaves series out, for tests of a missing metric.
 
 Fed from ``lab.claim_timings[(namespace, name)]`` (filled by the DRA part: monotonic seconds under
-``created``, ``allocated``, ``prepared``, ``pod_started``, ``deallocated``, ``deleted``; optional
-``node``, ``unprepare_started``, ``unprepared``, ``pod_stopped``, ``prepare_error``) and from the
-ResourceClaims' allocation and ``reservedFor``. PrepareResources observes ``prepared - allocated``
+``created``, ``allocated``, ``prepare_started``, ``prepared``, ``pod_started``, ``deallocated``, ``deleted``;
+optional ``node``, ``unprepare_started``, ``unprepared``, ``pod_stopped``, ``prepare_error``) and from the
+ResourceClaims' allocation and ``reservedFor``. PrepareResources observes ``prepared - prepare_started``
+(the kubelet's NodePrepareResources call, with any injected ``claim_latency`` prepare delay; ``allocated``
+when no start was marked)
 (``is_error`` when ``prepare_error`` is set); UnprepareResources observes ``(unprepared or
 deallocated) - (unprepare_started or pod_stopped)`` (0 when no start is known). Each claim is
 observed once per operation; its node is ``node`` from the timings, else the allocation's node
@@ -170,8 +172,10 @@ class KubeletMetrics:
             node = UNKNOWN_NODE
         created = times.get("created")
         allocated, prepared = _num(times.get("allocated")), _num(times.get("prepared"))
-        if allocated is not None and prepared is not None:
-            self._once(key, created, node, "PrepareResources", prepared - allocated, bool(times.get("prepare_error")))
+        started = _num(times.get("prepare_started"))  # when the kubelet called NodePrepareResources
+        started = allocated if started is None else started
+        if started is not None and prepared is not None:
+            self._once(key, created, node, "PrepareResources", prepared - started, bool(times.get("prepare_error")))
         end = _num(times.get("unprepared"))
         if end is None:
             end = _num(times.get("deallocated"))

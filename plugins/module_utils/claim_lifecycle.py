@@ -34,6 +34,7 @@ __metaclass__ = type
 
 import datetime
 import json
+import os
 try:
     import queue
 except ImportError:  # Python 2 (the module runs on the controller: Python 3 only)
@@ -734,6 +735,11 @@ def _pod_evidence(times, named_at):
             times[name] = evidence
     if times.get("allocated_at") and parse(times["allocated_at"]) < parse(times["created_at"]):
         times["created_at"] = times["allocated_at"]
+
+
+def progress_path(evidence_dir, run_id):
+    """Where a run appends its progress lines as they come (read by the action plugin while it runs)."""
+    return os.path.join(evidence_dir, "dra-acceptance-%s.progress" % run_id)
 
 
 class CallPool:

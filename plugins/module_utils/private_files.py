@@ -197,6 +197,22 @@ def write_private(path, data, replace=False):
         handle.write(_to_bytes(data))
 
 
+def append_private_line(path, line):
+    """Append one line to a log that is read while it grows (a long run's progress): mode 0600 from its
+    creation, never through a symbolic link (``O_NOFOLLOW``), one ``write`` per line."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise PrivateFileError("%s: %s" % (path, exc.strerror or exc))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PrivateFileError("%s: not a regular file" % path)
+        os.write(fd, _to_bytes(line.rstrip("\n") + "\n"))
+    finally:
+        os.close(fd)
+
+
 def copy_private(src, path, replace=False, chunk=1024 * 1024):
     """Copy the file ``src`` to ``path`` as ``write_private`` would; returns the bytes copied."""
     copied = 0

@@ -143,7 +143,11 @@ options:
     elements: dict
     default: []
   progress_every:
-    description: Add a progress line (claims done / total, failures so far) every this many lifecycles (0 = only at the end).
+    description:
+      - Add a progress line (claims done / total, failures so far) every this many lifecycles (0 = only at the end).
+      - Each line is also appended, with its time, to C(<evidence_dir>/dra-acceptance-<run_id>.progress) (0600) as it
+        comes; when the module runs on the controller (a C(local) connection), the action plugin prints every new line
+        while the task runs.
     type: int
     default: 100
   evidence_dir:
@@ -385,7 +389,16 @@ def main():
         private_files.ensure_private_dir(params["evidence_dir"])
     except (private_files.PrivateFileError, OSError) as exc:
         module.fail_json(msg="evidence_dir: %s" % exc, left_behind=[])
-    run = cl.LifecycleRun(reader, plan)
+    progress_path = cl.progress_path(params["evidence_dir"], plan["run_id"])
+
+    def progress(line):
+        # appended as it comes (0600): the action plugin shows each line while the task runs
+        try:
+            private_files.append_private_line(progress_path, "%s %s" % (cl.utc_now(), line))
+        except (private_files.PrivateFileError, OSError):
+            pass  # the line stays in the result's progress either way
+
+    run = cl.LifecycleRun(reader, plan, progress=progress)
 
     def interrupt(signum, _frame):
         run.interrupted = "signal %d" % signum

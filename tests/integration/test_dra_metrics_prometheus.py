@@ -281,3 +281,129 @@ def record(port, start, end, uuids):
         with open(os.path.join(FIXTURES, name), "w", encoding="utf-8") as handle:
             json.dump({"query": expr, "http_status": code, "answer": json.loads(body)}, handle, indent=1, sort_keys=True)
             handle.write("\n")
+
+
+COMPARE_PLAYBOOK = textwrap.dedent("""\
+    - hosts: localhost
+      gather_facts: false
+      vars: @VARS@
+      tasks:
+        - name: Claim lifecycles with an injected preparation latency
+          gpufleet.dra_gate.claim_lifecycle:
+            kubeconfig: "{{ kubeconfig }}"
+            run_id: prom
+            namespace: dra-acceptance
+            count: "{{ count }}"
+            concurrency: 8
+            kinds: [template]
+            delete_grace_seconds: 0
+            evidence_dir: "{{ evidence }}"
+          register: run
+        - name: Keep the run
+          ansible.builtin.copy:
+            content: "{{ run | to_json }}"
+            dest: "{{ out }}"
+            mode: "0600"
+    """)
+
+QUERY_PLAYBOOK = textwrap.dedent("""\
+    - hosts: localhost
+      gather_facts: false
+      vars: @VARS@
+      tasks:
+        - name: The kubelets' PrepareResources p95 over the run
+          gpufleet.dra_gate.dra_metrics:
+            url: "{{ prom }}"
+            start: "{{ start }}"
+            end: "{{ end }}"
+            quantiles: [0.5, 0.95]
+            timeout: 20
+          register: measured
+        - name: Keep it
+          ansible.builtin.copy:
+            content: "{{ measured | to_json }}"
+            dest: "{{ out }}"
+            mode: "0600"
+    """)
+
+
+@pytest.fixture()
+def canary(tmp_path):
+    started = start_lab(str(tmp_path / "lab"), "dra-acceptance")
+    from kubernetes import client, config
+    custom = client.CustomObjectsApi(config.new_client_from_config(config_file=started.kubeconfig))
+
+    def ready():
+        classes = {c["metadata"]["name"] for c in custom.list_cluster_custom_object(
+            "resource.k8s.io", "v1", "deviceclasses")["items"]}
+        return "gpu.nvidia.com" in classes and len(custom.list_cluster_custom_object(
+            "resource.k8s.io", "v1", "resourceslices")["items"]) >= 5
+    wait_for(ready, 90, "the canary's DeviceClasses and ResourceSlices")
+    yield started
+    stop_lab(started)
+
+
+@pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="the Debian package prometheus is not installed")
+def test_prometheus_p95_agrees_with_the_modules_own(canary, tmp_path):
+    """The same claims measured twice: by claim_lifecycle from watch events (each pod's bound -> Ready, its start
+    on the node, which the claims' preparation dominates) and by the kubelets' dra_operations_duration_seconds
+    PrepareResources histogram through a real Prometheus (dra_metrics). With a lognormal preparation latency
+    injected, the two p95s agree within the width of the histogram bucket Prometheus' p95 falls in. (The lab's
+    kubelets observe PrepareResources from NodePrepareResources' call to its return, the injected delay included.)"""
+    count = 40
+    canary.server.fault_engine.add({"claim_latency": {"prepare": {"distribution": "lognormal", "median": 0.3,
+                                                                  "sigma": 0.4}, "seed": 5}})
+    port = free_port()
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+              "scrape_configs": [{"job_name": "kubelab", "metrics_path": "/kubelab/metrics",
+                                  "static_configs": [{"targets": [urllib.parse.urlsplit(canary.url).netloc]}]}]}
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    prom = subprocess.Popen([PROMETHEUS, "--config.file", str(tmp_path / "prometheus.yml"),  # noqa: S603
+                             "--storage.tsdb.path", str(tmp_path / "tsdb"),
+                             "--web.listen-address", "127.0.0.1:%d" % port],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    total = 'sum(dra_operations_duration_seconds_count{operation_name="PrepareResources"})'
+    try:
+        wait_for(lambda: values(port, 'up{job="kubelab"}') == [1.0], 30, "Prometheus scraping the lab")
+        start = time.time()
+        wait_for(lambda: (values(port, "timestamp(up)") or [0])[0] >= start + 2.2, 20, "two scrapes after start")
+        evidence = tmp_path / "evidence"
+        evidence.mkdir(mode=0o700)
+        run_out = tmp_path / "run.json"
+        extra = {"kubeconfig": canary.kubeconfig, "evidence": str(evidence), "out": str(run_out), "count": count}
+        proc = canary.run_playbook(COMPARE_PLAYBOOK.replace("@VARS@", json.dumps(extra)), tmp_path, name="run.yml",
+                                   timeout=300, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
+        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+        wait_for(lambda: (values(port, total) or [0])[0] >= count, 30, "Prometheus has every PrepareResources")
+        end = time.time()
+        query_out = tmp_path / "query.json"
+        extra = {"prom": "http://127.0.0.1:%d" % port, "start": stamp(start), "end": stamp(end), "out": str(query_out)}
+        proc = canary.run_playbook(QUERY_PLAYBOOK.replace("@VARS@", json.dumps(extra)), tmp_path, name="query.yml",
+                                   timeout=120, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
+        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    finally:
+        prom.terminate()
+        try:
+            prom.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            prom.kill()
+            prom.wait(timeout=10)
+    run = json.loads(run_out.read_text())
+    assert run["success_rate"] == {"numerator": count, "denominator": count, "percent": 100.0}, run.get("msg")
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_stats
+    with open(run["records_path"]) as handle:
+        records = [json.loads(line) for line in handle]
+    # the pod's start on its node (bound -> Ready), which the kubelet's NodePrepareResources call dominates
+    windows = [float(claim_stats.parse_time(r["ready_at"]) - claim_stats.parse_time(r["scheduled_at"])) for r in records]
+    own = claim_stats.quantiles(windows, (0.5, 0.95))
+    assert own["count"] == count and own["method"] == "nearest-rank"
+    measured = json.loads(query_out.read_text())
+    by_q = {entry["quantile"]: entry["value_seconds"] for entry in measured["quantiles"]}
+    for q, name in ((0.5, "p50"), (0.95, "p95")):
+        prometheus = by_q[q]
+        assert prometheus is not None, measured
+        lower, upper = bucket_of(prometheus)
+        print("%s: Prometheus %.3f s (bucket %.3f-%.3f), claim_lifecycle %.3f s" % (name, prometheus, lower, upper, own[name]))
+    # the issue's check is p95 (p50 is printed: the module's window also holds the kubelet's first pass)
+    lower, upper = bucket_of(by_q[0.95])
+    assert abs(by_q[0.95] - own["p95"]) <= upper - lower, (by_q[0.95], own["p95"], (lower, upper))

@@ -336,3 +336,29 @@ def test_call_pool_runs_calls_keeps_problems_and_drops_the_queue_on_close():
     gate.set()
     closer.join(10)
     assert done == [1] and not pool.threads  # the queued call was dropped, the threads ended
+
+
+def test_progress_file_is_appended_0600_and_followed(tmp_path):
+    import threading
+    from ansible_collections.gpufleet.dra_gate.plugins.action import claim_lifecycle as action
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files
+    path = cl.progress_path(str(tmp_path), "run-1")
+    assert path == str(tmp_path / "dra-acceptance-run-1.progress")
+    private_files.append_private_line(path, "old line before the task")
+    shown, stop = [], threading.Event()
+    thread = threading.Thread(target=action.follow, args=(path, stop, shown.append, 0.01), daemon=True)
+    thread.start()
+    private_files.append_private_line(path, "claims 100/300 done, 0 failed")
+    deadline = time.monotonic() + 5
+    while not shown and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert shown == ["claims 100/300 done, 0 failed"]  # shown while running; the old line is not
+    private_files.append_private_line(path, "claims 300/300 done, 1 failed\n")
+    stop.set()
+    thread.join(5)
+    assert shown == ["claims 100/300 done, 0 failed", "claims 300/300 done, 1 failed"]  # the last one before stopping
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    link = str(tmp_path / "link.progress")
+    os.symlink(path, link)
+    with pytest.raises(private_files.PrivateFileError):
+        private_files.append_private_line(link, "never through a link")

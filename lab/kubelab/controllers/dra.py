@@ -31,7 +31,9 @@ device-taint eviction controller, and the device allocator that the scheduler's 
   an ``EvictionInProgress`` condition. ``tolerationSeconds`` is not honoured (tolerated for good).
 
 ``lab.claim_timings[(namespace, name)]`` holds monotonic seconds of ``created``, ``allocated``,
-``prepared`` (the plugin saw the pod on its node), ``pod_started``, ``deallocated`` and ``deleted``.
+``prepare_started`` and ``prepared`` (the kubelet's NodePrepareResources call, from the kubelet seeing the pod
+bound until the claim_latency prepare delay ends), ``driver_prepared`` (the plugin saw the pod on its
+node), ``pod_started``, ``deallocated`` and ``deleted``.
 
 Ground truth (``lab.claim_truth``, ``record_truth`` is a Store listener set up by LabServer): per claim,
 keyed (namespace, claim name), or ("pod", namespace, pod name) for a pod refused by an injected failure
@@ -432,7 +434,9 @@ class DraDriverController(Controller):
             for ref in status(claim).get("reservedFor") or []:
                 pod = pods.get(ref.get("uid"))
                 if pod is not None and spec(pod).get("nodeName") in serving:
-                    mark(self.lab, meta(claim)["namespace"], meta(claim)["name"], "prepared")
+                    # the kubelet's NodePrepareResources call ends when its claim_latency "prepare" does: it marks
+                    # "prepared"; the driver's side is ready here
+                    mark(self.lab, meta(claim)["namespace"], meta(claim)["name"], "driver_prepared")
 
 
 def _keep_time_added(published: list, devices: list) -> None:

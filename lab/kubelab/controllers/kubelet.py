@@ -46,7 +46,7 @@ from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (condition, controller_ref, meta, node_ready, set_condition, spec, status,
                                         terminating, write_status)
-from kubelab.controllers.dra import inject, stamp
+from kubelab.controllers.dra import inject, mark, stamp
 from kubelab.store import now
 
 MANAGER = "kubelet"
@@ -219,10 +219,13 @@ class KubeletController(Controller):
             if not status(pod).get("startTime"):
                 write_status(self.api, self.pods, pod, self._creating(pod, node), MANAGER)
                 self._elapsed(uid, "creating")
+                for key in self._claim_keys(pod):  # NodePrepareResources starts (the DRA histogram's t0)
+                    mark(self.lab, key[0], key[1], "prepare_started")
                 return True
             if self._elapsed(uid, "creating") >= self._knob("pod_start_seconds", 0.2) + self._prepare_delay(pod):
-                for key in self._claim_keys(pod):
+                for key in self._claim_keys(pod):  # ... and returns: the claims are prepared, the containers start
                     stamp(self.lab, key, "prepared")
+                    mark(self.lab, key[0], key[1], "prepared")
                 ready = self._knob("pod_ready_seconds", 0.0) <= 0
                 write_status(self.api, self.pods, pod, self._running(pod, node, pods, ready), MANAGER)
                 return runs_to_completion(pod) or not ready

@@ -85,7 +85,9 @@ def lifecycles(lab, tmp_path, run_id, **args):
                             ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
     assert os.path.exists(out), proc.stdout[-4000:] + proc.stderr[-2000:]
     with open(out) as handle:
-        return json.load(handle)
+        result = json.load(handle)
+    result["_stdout"] = proc.stdout
+    return result
 
 
 def records(result):
@@ -162,6 +164,19 @@ def test_allocation_failures_give_the_exact_ratio_the_lab_caused(lab, tmp_path):
     assert result["errors"] == {"AllocationFailed": len(failed)}
     assert {r["claim"] for r in records(result) if r["error_class"]} == failed
     assert result["progress"][-1] == "claims 500/500 done, %d failed" % len(failed)
+    # the progress is shown while the task runs (the action plugin follows the run's progress file)
+    stdout = result["_stdout"]
+    shown = [line for line in stdout.splitlines() if line.startswith("claim_lifecycle [localhost]: ")]
+    assert len(shown) == len(result["progress"]) == 5, shown
+    assert shown[0].endswith(" claims 100/500 done, %d failed" % len([r for r in records(result)[:100] if r["error_class"] or r["ready_at"] is None]))
+    assert stdout.index(shown[0]) < stdout.index("TASK [Keep the result]")
+    progress_file = os.path.join(os.path.dirname(result["records_path"]), "dra-acceptance-failures.progress")
+    assert os.stat(progress_file).st_mode & 0o777 == 0o600
+    with open(progress_file) as handle:
+        lines = handle.read().splitlines()
+    assert [line.split(" ", 1)[1] for line in lines] == result["progress"]
+    # written as the run went: the first line a good while before the run ended
+    assert seconds(result["finished_at"]) - seconds(lines[0].split(" ", 1)[0]) > 5
     assert result["cleanup_defects"]["numerator"] == 0 and nothing_left(lab, "failures")
 
 

@@ -29,6 +29,11 @@ and the request-shaped kinds take ``count`` (how many requests it hits):
                             numaNode constraint get devices on different NUMA nodes
 ``device_health_unknown``   ``node`` (required): Node condition GPUDeviceHealthy=Unknown and the
                             taint ``kubelab.gpufleet.io/gpu-health=unknown:NoSchedule``
+``device_unhealthy``        ``node`` (required), ``device`` (default: all of the node's), ``health``
+                            (``Unhealthy``, default, or ``Unknown``: the driver went silent past the
+                            kubelet's 30 s health timeout): ``lab.device_health``; the kubelet reports it
+                            in the pods' ``allocatedResourcesStatus``, the driver in the claims'
+                            ``status.devices`` (condition Ready); ``Healthy`` again when it ends
 ``operator_never_ready``    the GPU Operator's CRs stay notReady (OperandNotReady)
 ==========================  =====================================================================
 
@@ -65,10 +70,11 @@ KINDS = {
     "claim_latency": {"allocation": (int, float, dict), "prepare": (int, float, dict), "seed": int},
     "numa_violation": {"rate": (int, float), "seed": int},
     "device_health_unknown": {"node": str},
+    "device_unhealthy": {"node": str, "device": str, "health": str},
     "operator_never_ready": {},
 }
 COMMON = {"after": (int, float), "seconds": (int, float)}
-REQUIRED = {"reboot": ("node",), "device_health_unknown": ("node",)}
+REQUIRED = {"reboot": ("node",), "device_health_unknown": ("node",), "device_unhealthy": ("node",)}
 DEFAULT_SECONDS = {"reboot": 5.0, "dra_plugin_restart": 2.0}
 ALIASES = {"claim_allocation": "claim_allocation_failure"}
 ERROR_CODES = (403, 429, 500, 502, 503, 504)
@@ -117,6 +123,8 @@ def validate_fault(fault) -> dict:
             raise ValueError("%s.path: not a regular expression: %s" % (kind, exc)) from exc
     if isinstance(params.get("method"), list) and not all(isinstance(m, str) for m in params["method"]):
         raise ValueError("%s.method: must be a string or a list of strings" % kind)
+    if "health" in params and params["health"] not in ("Unhealthy", "Unknown"):
+        raise ValueError("%s.health: must be Unhealthy or Unknown, got %r" % (kind, params["health"]))
     if "per" in params and params["per"] not in ("attempt", "pod"):
         raise ValueError("%s.per: must be attempt or pod, got %r" % (kind, params["per"]))
     for key in ("allocation", "prepare"):
@@ -432,6 +440,18 @@ def _error(code: int, kind: str, method: str = "GET", path: str = "/", params: d
     return ApiError(500, "InternalError", "Internal error occurred: kubelab fault %s" % kind, {})
 
 
+DRA_DRIVER = "gpu.nvidia.com"
+
+
+def _node_devices(api, registry, node: str) -> list:
+    """The devices the node's ResourceSlices of the lab's DRA driver publish."""
+    slices = registry.get("resource.k8s.io", "v1", "resourceslices")
+    if slices is None:
+        return []
+    return [d for s in api.list(slices, None, shared=True)["items"] if spec(s).get("driver") == DRA_DRIVER
+            and spec(s).get("nodeName") == node for d in spec(s).get("devices") or []]
+
+
 class FaultController(Controller):
     """Node-side effects: device health Unknown (condition + taint) and DRA plugin restarts (slices withdrawn)."""
 
@@ -447,6 +467,7 @@ class FaultController(Controller):
         engine = getattr(self.lab, "fault_engine", None)
         if engine is None:
             return
+        self._device_health(engine)
         for node in self.api.list(self.nodes, None, shared=True)["items"]:
             name = meta(node)["name"]
             unhealthy = engine.fault_active("device_health_unknown", name)
@@ -463,6 +484,24 @@ class FaultController(Controller):
                     except ApiError as exc:
                         if exc.code != 404:
                             raise
+
+    def _device_health(self, engine) -> None:
+        """``lab.device_health`` {(driver, pool, device): health} from the active device_unhealthy faults; a
+        device that was not healthy and no longer is faulted is Healthy again (so the status shows it)."""
+        table = getattr(self.lab, "device_health", None)
+        if table is None:
+            table = self.lab.device_health = {}
+        wanted = {}
+        for fault in engine.active_faults("device_unhealthy"):
+            node, device = fault.params["node"], fault.params.get("device")
+            names = [device] if device else [d["name"] for d in _node_devices(self.api, self.registry, node)]
+            for name in names:
+                wanted[(DRA_DRIVER, node, name)] = fault.params.get("health", "Unhealthy")
+        new = {key: wanted.get(key, "Healthy") for key in set(table) | set(wanted)}
+        if new != table:
+            table.clear()
+            table.update(new)
+            self.lab.store.wake()  # the kubelet and the driver write the new health now
 
     def _health(self, node: dict, unhealthy: bool) -> None:
         name = meta(node)["name"]

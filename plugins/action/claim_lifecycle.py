@@ -27,10 +27,14 @@ display = Display()
 POLL_SECONDS = 0.5
 
 
-def follow(path, stop, show, poll=POLL_SECONDS):
-    """Call ``show(line)`` for every line appended to ``path`` from now on, until ``stop`` is set (then the
-    lines written up to that moment are shown too). A missing file is waited for."""
-    offset = os.path.getsize(path) if os.path.isfile(path) else 0
+def size_of(path):
+    """Where following ``path`` starts: what it holds now is not shown (taken before the module starts)."""
+    return os.path.getsize(path) if os.path.isfile(path) else 0
+
+
+def follow(path, offset, stop, show, poll=POLL_SECONDS):
+    """Call ``show(line)`` for every line appended to ``path`` after ``offset``, until ``stop`` is set (then
+    the lines written up to that moment are shown too). A missing file is waited for."""
     pending = b""
     while True:
         stopping = stop.wait(poll)
@@ -68,7 +72,7 @@ class ActionModule(ActionBase):
 
             def show(line):
                 display.display("claim_lifecycle [%s]: %s" % (host, line))
-            thread = threading.Thread(target=follow, args=(path, stop, show), name="claim-lifecycle-progress")
+            thread = threading.Thread(target=follow, args=(path, size_of(path), stop, show), name="claim-lifecycle-progress")
             thread.daemon = True
             thread.start()
         try:

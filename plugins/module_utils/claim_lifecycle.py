@@ -301,6 +301,18 @@ class Tracker:
         self.lock = threading.Condition()
         self.by_pod = {}  # pod name -> Lifecycle
         self.claims = {}  # claim name -> ClaimObs (the latest object of that name)
+        self.health = []  # device health changes seen (device_health in the results)
+        self._last_health = {}  # (source, pod or claim, device) -> the health last seen
+
+    def _health(self, source, pod, claim, device, health, when, detail):
+        """Record a device health change: the first report that is not Healthy, and every change after it."""
+        key = (source, pod or claim, device)
+        last = self._last_health.get(key)
+        if health == last or (last is None and health == "Healthy"):
+            return
+        self._last_health[key] = health
+        self.health.append({"at": when, "source": source, "pod": pod, "claim": claim, "device": device,
+                            "health": health, "status": detail})
 
     def add(self, life):
         with self.lock:
@@ -346,6 +358,12 @@ class Tracker:
                 if named:
                     life.claim = named
                     life.named.setdefault(named, when)
+                for item in (pod.get("status") or {}).get("containerStatuses") or []:
+                    for entry in item.get("allocatedResourcesStatus") or []:  # KEP-4680 ResourceHealthStatus
+                        for res in entry.get("resources") or []:
+                            self._health("pod", life.pod, life.claim, res.get("resourceID"), res.get("health") or "Unknown",
+                                         when, {"container": item.get("name"), "name": entry.get("name"),
+                                                "resources": entry.get("resources")})
             self.lock.notify_all()
 
     def on_claim(self, event, claim, when):
@@ -364,6 +382,12 @@ class Tracker:
                 obs.gone = True
                 obs.mark("deleted_at", when)
             else:
+                for device in (claim.get("status") or {}).get("devices") or []:
+                    ready = [c for c in device.get("conditions") or [] if c.get("type") == "Ready"]
+                    if ready:
+                        health = {"True": "Healthy", "False": "Unhealthy"}.get(ready[0].get("status"), "Unknown")
+                        self._health("claim", obs.owner[0], name, "%s/%s/%s" % (
+                            device.get("driver"), device.get("pool"), device.get("device")), health, when, device)
                 allocation = (claim.get("status") or {}).get("allocation")
                 if allocation:
                     obs.mark("allocated_at", when)
@@ -709,6 +733,30 @@ class LifecycleRun:
             return claim_stats.record(life.claim or life.pod, life.kind, error_class="RecordInvalid",
                                       error="%s (observed %s%s)" % (exc, times, "; " + error if error else ""), **fields)
 
+    def collect_events(self, limit=200):
+        """The namespace's Events about the run's pods and claims (before they go): Warning events kept (at
+        most ``limit``, the newest), every reason counted. A failure to read them is recorded, never raised."""
+        with self.tracker.lock:
+            names = set(self.tracker.by_pod) | set(self.tracker.claims)
+        try:
+            items = self.reader.list("/api/v1/namespaces/%s/events" % self.ns)
+        except K8sApiError as exc:
+            self.events = {"error": str(exc), "warnings": [], "by_reason": {}}
+            return self.events
+        ours = [e for e in items if ((e.get("involvedObject") or {}).get("name") in names)]
+        by_reason = {}
+        for event in ours:
+            key = "%s/%s" % (event.get("type") or "Normal", event.get("reason") or "")
+            by_reason[key] = by_reason.get(key, 0) + int(event.get("count") or 1)
+        warnings = [{"reason": e.get("reason"), "message": e.get("message"), "object": e.get("involvedObject"),
+                     "count": e.get("count"), "first": e.get("firstTimestamp") or e.get("eventTime"),
+                     "last": e.get("lastTimestamp") or e.get("eventTime"),
+                     "source": (e.get("source") or {}).get("component") or e.get("reportingComponent")}
+                    for e in ours if e.get("type") == "Warning"]
+        warnings.sort(key=lambda w: str(w["last"] or ""))
+        self.events = {"warnings": warnings[-limit:], "warnings_total": len(warnings), "by_reason": by_reason}
+        return self.events
+
     # -- cleanup ---------------------------------------------------------------------------------
 
     def cleanup(self, timeout):
@@ -840,8 +888,17 @@ def summary(records, run, plan):
     out = claim_stats.summarize(records)
     out.update(run_id=plan["run_id"], namespace=plan["namespace"], kinds=list(plan["kinds"]),
                concurrency=plan["concurrency"], interval={"start": run.started_at, "end": run.finished_at},
-               disruptions=run.disruption_events)
+               disruptions=run.disruption_events, device_health=device_health(run.tracker.health),
+               events=getattr(run, "events", None) or {"warnings": [], "warnings_total": 0, "by_reason": {}})
     return out
+
+
+def device_health(observations):
+    """``device_health`` of the results: every change seen (the pods' allocatedResourcesStatus, the claims'
+    status.devices Ready condition, as received), the devices and claims that were ever not Healthy."""
+    bad = [o for o in observations if o["health"] != "Healthy"]
+    return {"observations": list(observations), "devices": sorted(set(o["device"] for o in bad if o["device"])),
+            "claims": sorted(set(o["claim"] for o in bad if o["claim"]))}
 
 
 def to_json(obj):

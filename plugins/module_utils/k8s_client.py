@@ -516,6 +516,16 @@ class K8sReader:
         """One object or document (``/version``, ``/apis``, a CRD)."""
         return self.request("GET", path, list(query or []))
 
+    def get_or_none(self, path, query=None):
+        """``get``, or None when the object (or API) is not there: a 404 only. A 403 stays an error: an
+        object that may not be read is never taken for one that is absent."""
+        try:
+            return self.get(path, query)
+        except K8sApiError as exc:
+            if exc.status == 404 and not exc.forbidden:
+                return None
+            raise
+
     def list(self, path, label_selector=None, field_selector=None):
         """Every item of a list, paged with ``limit`` and ``continue``; an expired token restarts once."""
         base = []

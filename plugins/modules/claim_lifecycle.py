@@ -250,6 +250,21 @@ disruptions:
   returned: when state is present and not in check mode
   type: list
   elements: dict
+events:
+  description:
+    - The namespace's Kubernetes Events about the run's pods and claims, read before the cleanup - C(warnings) (the newest
+      200, with reason, message, object, count, times and source, e.g. the kubelet's C(FailedPrepareDynamicResources)),
+      C(warnings_total) and C(by_reason) (C(<type>/<reason>) -> count). C(error) when they could not be read.
+  returned: when state is present and not in check mode
+  type: dict
+device_health:
+  description:
+    - Device health as the cluster reported it during the run - C(observations) (every change, as received, from the pods'
+      C(allocatedResourcesStatus) (source C(pod), KEP-4680) and the claims' C(status.devices) Ready condition (source
+      C(claim)), each with the status object), C(devices) and C(claims) that were ever not C(Healthy).
+    - C(Unknown) is what the kubelet reports when the driver gave no health update within its health timeout (30 s).
+  returned: when state is present and not in check mode
+  type: dict
 progress:
   description: The progress lines (claims done / total, failures so far).
   returned: when state is present and not in check mode
@@ -311,13 +326,7 @@ MODULE_ARG_SPEC = dict(
 
 
 def _exists(reader, path):
-    try:
-        reader.get(path)
-    except K8sApiError as exc:
-        if exc.status == 404 and not exc.forbidden:
-            return False
-        raise
-    return True
+    return reader.get_or_none(path) is not None
 
 
 def preflight(reader, plan):
@@ -415,6 +424,7 @@ def main():
                 if exc.status != 409:
                     raise
         run.run()
+        run.collect_events()
     except cl.Interrupted as exc:
         failure = "interrupted (%s) after %d of %d lifecycles" % (exc, len(run.records), plan["count"])
     except K8sApiError as exc:

@@ -295,12 +295,7 @@ MODULE_ARG_SPEC = dict(
 
 
 def _get_or_none(reader, path):
-    try:
-        return reader.get(path)
-    except K8sApiError as exc:
-        if exc.status == 404 and not exc.forbidden:
-            return None
-        raise
+    return reader.get_or_none(path)
 
 
 def check_chart(params):

@@ -187,22 +187,11 @@ def _yaml(obj):
 
 
 def read(reader):
-    try:
-        return reader.get(PATH)
-    except K8sApiError as exc:
-        if exc.status == 404 and not exc.forbidden:
-            return None
-        raise
+    return reader.get_or_none(PATH)
 
 
 def served(reader):
-    try:
-        reader.get("/apis/nvidia.com/v1alpha1")
-    except K8sApiError as exc:
-        if exc.status == 404 and not exc.forbidden:
-            return False
-        raise
-    return True
+    return reader.get_or_none("/apis/nvidia.com/v1alpha1") is not None
 
 
 def status_of(reader, namespace, nodes):

@@ -152,6 +152,36 @@ def nearest_rank(q, samples):
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
+def start_prometheus(tmp_path, lab_url):
+    """The real Prometheus scraping the lab's /kubelab/metrics every second: (process, port)."""
+    port = free_port()
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+              "scrape_configs": [{"job_name": "kubelab", "metrics_path": "/kubelab/metrics",
+                                  "static_configs": [{"targets": [urllib.parse.urlsplit(lab_url).netloc]}]}]}
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    prom = subprocess.Popen([PROMETHEUS, "--config.file", str(tmp_path / "prometheus.yml"),  # noqa: S603
+                             "--storage.tsdb.path", str(tmp_path / "tsdb"),
+                             "--web.listen-address", "127.0.0.1:%d" % port],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return prom, port
+
+
+def play(lab, template, extra, tmp_path, name, timeout=120):
+    """ansible-playbook of ``template`` with ``extra`` as its vars; it must succeed."""
+    proc = lab.run_playbook(template.replace("@VARS@", json.dumps(extra)), tmp_path, name=name, timeout=timeout,
+                            ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+
+
+def stop_prometheus(prom):
+    prom.terminate()
+    try:
+        prom.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        prom.kill()
+        prom.wait(timeout=10)
+
+
 @pytest.fixture()
 def lab(tmp_path):
     started = start_lab(str(tmp_path / "lab"), "two-backends-one-node")
@@ -167,15 +197,7 @@ def test_dra_metrics_against_real_prometheus(lab, tmp_path):
     thinned = uuids[0]
     lab.server.metrics.dcgm_missing.add((thinned, LEFT_OUT))
 
-    port = free_port()
-    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-              "scrape_configs": [{"job_name": "kubelab", "metrics_path": "/kubelab/metrics",
-                                  "static_configs": [{"targets": [urllib.parse.urlsplit(lab.url).netloc]}]}]}
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
-    prom = subprocess.Popen([PROMETHEUS, "--config.file", str(tmp_path / "prometheus.yml"),  # noqa: S603
-                             "--storage.tsdb.path", str(tmp_path / "tsdb"),
-                             "--web.listen-address", "127.0.0.1:%d" % port],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    prom, port = start_prometheus(tmp_path, lab.url)
     try:
         wait_for(lambda: values(port, 'up{job="kubelab"}') == [1.0], 30, "Prometheus scraping the lab")
         start = time.time()
@@ -195,16 +217,9 @@ def test_dra_metrics_against_real_prometheus(lab, tmp_path):
         out = tmp_path / "results.json"
         extra = {"prom": "http://127.0.0.1:%d" % port, "start": stamp(start), "end": stamp(end),
                  "gpus": uuids + [UNKNOWN_GPU], "out": str(out)}
-        proc = lab.run_playbook(PLAYBOOK.replace("@VARS@", json.dumps(extra)), tmp_path, name="dra_metrics.yml",
-                                timeout=120, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
-        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+        play(lab, PLAYBOOK, extra, tmp_path, "dra_metrics.yml")
     finally:
-        prom.terminate()
-        try:
-            prom.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            prom.kill()
-            prom.wait(timeout=10)
+        stop_prometheus(prom)
     results = json.loads(out.read_text())
 
     measured = results["measured"]
@@ -353,15 +368,7 @@ def test_prometheus_p95_agrees_with_the_modules_own(canary, tmp_path):
     count = 40
     canary.server.fault_engine.add({"claim_latency": {"prepare": {"distribution": "lognormal", "median": 0.3,
                                                                   "sigma": 0.4}, "seed": 5}})
-    port = free_port()
-    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-              "scrape_configs": [{"job_name": "kubelab", "metrics_path": "/kubelab/metrics",
-                                  "static_configs": [{"targets": [urllib.parse.urlsplit(canary.url).netloc]}]}]}
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
-    prom = subprocess.Popen([PROMETHEUS, "--config.file", str(tmp_path / "prometheus.yml"),  # noqa: S603
-                             "--storage.tsdb.path", str(tmp_path / "tsdb"),
-                             "--web.listen-address", "127.0.0.1:%d" % port],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    prom, port = start_prometheus(tmp_path, canary.url)
     total = 'sum(dra_operations_duration_seconds_count{operation_name="PrepareResources"})'
     try:
         wait_for(lambda: values(port, 'up{job="kubelab"}') == [1.0], 30, "Prometheus scraping the lab")
@@ -371,23 +378,14 @@ def test_prometheus_p95_agrees_with_the_modules_own(canary, tmp_path):
         evidence.mkdir(mode=0o700)
         run_out = tmp_path / "run.json"
         extra = {"kubeconfig": canary.kubeconfig, "evidence": str(evidence), "out": str(run_out), "count": count}
-        proc = canary.run_playbook(COMPARE_PLAYBOOK.replace("@VARS@", json.dumps(extra)), tmp_path, name="run.yml",
-                                   timeout=300, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
-        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+        play(canary, COMPARE_PLAYBOOK, extra, tmp_path, "run.yml", timeout=300)
         wait_for(lambda: (values(port, total) or [0])[0] >= count, 30, "Prometheus has every PrepareResources")
         end = time.time()
         query_out = tmp_path / "query.json"
         extra = {"prom": "http://127.0.0.1:%d" % port, "start": stamp(start), "end": stamp(end), "out": str(query_out)}
-        proc = canary.run_playbook(QUERY_PLAYBOOK.replace("@VARS@", json.dumps(extra)), tmp_path, name="query.yml",
-                                   timeout=120, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
-        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+        play(canary, QUERY_PLAYBOOK, extra, tmp_path, "query.yml")
     finally:
-        prom.terminate()
-        try:
-            prom.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            prom.kill()
-            prom.wait(timeout=10)
+        stop_prometheus(prom)
     run = json.loads(run_out.read_text())
     assert run["success_rate"] == {"numerator": count, "denominator": count, "percent": 100.0}, run.get("msg")
     from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_stats

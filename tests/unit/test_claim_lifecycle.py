@@ -346,7 +346,8 @@ def test_progress_file_is_appended_0600_and_followed(tmp_path):
     assert path == str(tmp_path / "dra-acceptance-run-1.progress")
     private_files.append_private_line(path, "old line before the task")
     shown, stop = [], threading.Event()
-    thread = threading.Thread(target=action.follow, args=(path, stop, shown.append, 0.01), daemon=True)
+    thread = threading.Thread(target=action.follow, args=(path, action.size_of(path), stop, shown.append, 0.01),
+                              daemon=True)
     thread.start()
     private_files.append_private_line(path, "claims 100/300 done, 0 failed")
     deadline = time.monotonic() + 5
@@ -362,3 +363,29 @@ def test_progress_file_is_appended_0600_and_followed(tmp_path):
     os.symlink(path, link)
     with pytest.raises(private_files.PrivateFileError):
         private_files.append_private_line(link, "never through a link")
+
+
+def test_device_health_changes_are_recorded_from_pods_and_claims():
+    tracker = cl.Tracker()
+    life = cl.Lifecycle(0, "template", "dra-gate-h-0")
+    tracker.add(life)
+    claim = {"metadata": {"name": "dra-gate-h-0-gpu-abcde", "uid": "c1",
+                          "ownerReferences": [{"kind": "Pod", "name": "dra-gate-h-0", "uid": "p1", "controller": True}]},
+             "status": {"devices": [{"driver": "gpu.nvidia.com", "pool": "gpu-1", "device": "gpu-3", "conditions": [
+                 {"type": "Ready", "status": "True", "reason": "DeviceHealthy"}]}]}}
+    tracker.on_claim("ADDED", claim, "2026-12-02T10:00:00.000000000Z")
+    assert tracker.health == []  # healthy from the start: nothing to record
+    unhealthy = json.loads(json.dumps(claim))
+    unhealthy["status"]["devices"][0]["conditions"][0].update(status="False", reason="DeviceUnhealthy")
+    tracker.on_claim("MODIFIED", unhealthy, "2026-12-02T10:00:01.000000000Z")
+    tracker.on_claim("MODIFIED", unhealthy, "2026-12-02T10:00:02.000000000Z")  # the same again: no new change
+    pod = {"metadata": {"name": "dra-gate-h-0", "uid": "p1"}, "spec": {"nodeName": "gpu-1"}, "status": {
+        "phase": "Running", "containerStatuses": [{"name": "workload", "allocatedResourcesStatus": [
+            {"name": "claim:gpu", "resources": [{"resourceID": "gpu.nvidia.com/gpu-1/gpu-3", "health": "Unknown"}]}]}]}}
+    tracker.on_pod("MODIFIED", pod, "2026-12-02T10:00:03.000000000Z")
+    seen = [(o["source"], o["health"], o["at"][17:19]) for o in tracker.health]
+    assert seen == [("claim", "Unhealthy", "01"), ("pod", "Unknown", "03")]
+    assert tracker.health[0]["status"]["conditions"][0]["reason"] == "DeviceUnhealthy"
+    assert tracker.health[1]["claim"] == "dra-gate-h-0-gpu-abcde" or tracker.health[1]["pod"] == "dra-gate-h-0"
+    summary = cl.device_health(tracker.health)
+    assert summary["devices"] == ["gpu.nvidia.com/gpu-1/gpu-3"] and summary["claims"] == ["dra-gate-h-0-gpu-abcde"]

@@ -437,6 +437,30 @@ class DraDriverController(Controller):
                     # the kubelet's NodePrepareResources call ends when its claim_latency "prepare" does: it marks
                     # "prepared"; the driver's side is ready here
                     mark(self.lab, meta(claim)["namespace"], meta(claim)["name"], "driver_prepared")
+                    self._device_status(claim, results)
+
+    def _device_status(self, claim: dict, results: list) -> None:
+        """The claim's ``status.devices``: a Ready condition per allocated device whose health the driver
+        reported (``lab.device_health``), as a driver reports what it knows of the devices it prepared."""
+        health = getattr(self.lab, "device_health", None) or {}
+        keys = [(r.get("driver"), r.get("pool"), r.get("device")) for r in results if r.get("driver") == DRIVER]
+        if not any(key in health for key in keys):
+            return
+        reasons = {"Healthy": ("True", "DeviceHealthy", "the device reports healthy"),
+                   "Unhealthy": ("False", "DeviceUnhealthy", "the driver reports the device unhealthy"),
+                   "Unknown": ("Unknown", "HealthTimeout", "no health update from the driver within 30s")}
+        current = {(d.get("driver"), d.get("pool"), d.get("device")): d for d in status(claim).get("devices") or []}
+        devices = []
+        for key in keys:
+            entry = dict(current.get(key) or {"driver": key[0], "pool": key[1], "device": key[2]})
+            if key in health:
+                state, reason, message = reasons[health[key]]
+                entry["conditions"] = set_condition(entry.get("conditions"), "Ready", state, reason, message)
+            devices.append(entry)
+        if devices != (status(claim).get("devices") or []):
+            new_status = clone(status(claim))
+            new_status["devices"] = devices
+            write_status(self.api, self.claims, claim, new_status, DRIVER)
 
 
 def _keep_time_added(published: list, devices: list) -> None:

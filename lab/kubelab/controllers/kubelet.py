@@ -293,6 +293,9 @@ class KubeletController(Controller):
             statuses.append({"name": name, "image": image, "imageID": image_id(image),
                              "containerID": container_id(pod, name), "ready": ready, "started": True,
                              "restartCount": 0, "state": {"running": {"startedAt": started}}, "lastState": {}})
+        health = getattr(self.lab, "device_health", None)
+        if health:
+            self._resource_health(pod, statuses, health)
         new_status["containerStatuses"] = statuses
         inits = spec(pod).get("initContainers") or []
         if inits:
@@ -304,6 +307,36 @@ class KubeletController(Controller):
                 for c in inits]
         new_status["conditions"] = self._conditions(new_status, ready)
         return new_status
+
+    def _resource_health(self, pod: dict, statuses: list, health: dict) -> None:
+        """KEP-4680 (ResourceHealthStatus): each container's ``allocatedResourcesStatus`` for its DRA claims,
+        ``claim:<pod claim>[/<request>]`` with ``resources: [{resourceID: <driver>/<pool>/<device>, health}]``,
+        for the devices whose health the driver has reported (``lab.device_health``; Unknown: no report
+        within the health timeout)."""
+        ns = meta(pod)["namespace"]
+        names = {s.get("name"): s.get("resourceClaimName") for s in status(pod).get("resourceClaimStatuses") or []}
+        extended = status(pod).get("extendedResourceClaimStatus") or {}
+        claims_type = self.rtype("resource.k8s.io", "v1", "resourceclaims")
+        by_container = {c.get("name", ""): c for c in spec(pod).get("containers") or []}
+        for item in statuses:
+            container = by_container.get(item.get("name")) or {}
+            wanted = [(ref.get("name"), names.get(ref.get("name")), ref.get("request"))
+                      for ref in (container.get("resources") or {}).get("claims") or []]
+            wanted += [(m.get("resourceName"), extended.get("resourceClaimName"), m.get("requestName"))
+                       for m in extended.get("requestMappings") or [] if m.get("containerName") == item.get("name")]
+            entries = []
+            for label, claim_name, request in wanted:
+                claim = self.api.store.get_or_none(claims_type, ns, claim_name) if claim_name and claims_type else None
+                results = ((status(claim or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+                resources = [{"resourceID": "%s/%s/%s" % (r.get("driver"), r.get("pool"), r.get("device")),
+                              "health": health[(r.get("driver"), r.get("pool"), r.get("device"))]}
+                             for r in results if (not request or r.get("request") == request)
+                             and (r.get("driver"), r.get("pool"), r.get("device")) in health]
+                if resources:
+                    entries.append({"name": "claim:%s%s" % (label, "/" + request if request else ""),
+                                    "resources": resources})
+            if entries:
+                item["allocatedResourcesStatus"] = entries
 
     def _succeeded(self, pod: dict) -> dict:
         new_status = clone(status(pod))

@@ -262,3 +262,52 @@ def test_interruption_leaves_nothing_behind(lab, tmp_path):
     assert nothing_left(lab, "interrupt")
     time.sleep(1)
     assert nothing_left(lab, "interrupt")  # nothing comes back
+
+
+def test_device_health_is_reflected_in_the_status_and_recorded(lab, tmp_path):
+    """A device going unhealthy (or silent past the 30 s health timeout: Unknown) while claims hold it: the
+    kubelet's allocatedResourcesStatus and the driver's claim status.devices say so, and the module records
+    both, as received, with the status objects; when the fault ends both say Healthy again."""
+    for node, health in (("gpu-1", "Unhealthy"), ("gpu-2", "Unhealthy"), ("gpu-3", "Unknown"), ("gpu-4", "Unknown")):
+        lab.server.fault_engine.add({"device_unhealthy": {"node": node, "health": health, "seconds": 9}})
+    # a Warning about one of the run's pods (the lab's own components post no Events), and one about another pod
+    try:
+        lab.core.create_namespace({"metadata": {"name": NS}})
+    except Exception as exc:  # pylint: disable=broad-except
+        assert getattr(exc, "status", None) == 409, exc
+    for pod_name, name in (("dra-gate-health-0", "health-warning"), ("someone-else", "other-warning")):
+        lab.core.create_namespaced_event(NS, {
+            "metadata": {"name": name}, "type": "Warning", "reason": "FailedPrepareDynamicResources",
+            "message": "Failed to prepare dynamic resources: NodePrepareResources failed (test)", "count": 2,
+            "involvedObject": {"kind": "Pod", "namespace": NS, "name": pod_name},
+            "source": {"component": "kubelet", "host": "gpu-1"}, "firstTimestamp": "2026-12-02T10:00:00Z",
+            "lastTimestamp": "2026-12-02T10:00:05Z"})
+    result = lifecycles(lab, tmp_path, "health", count=4, concurrency=4, kinds=["template"], hold_seconds=7)
+    assert result["success_rate"]["numerator"] == 4, result.get("msg")
+    events = result["events"]
+    assert events["warnings_total"] == 1 and events["by_reason"] == {"Warning/FailedPrepareDynamicResources": 2}, events
+    (warning,) = events["warnings"]
+    assert warning["object"]["name"] == "dra-gate-health-0" and warning["source"] == "kubelet" and warning["count"] == 2
+    health = result["device_health"]
+    by_claim = {}
+    for obs in health["observations"]:
+        by_claim.setdefault(obs["claim"], []).append(obs)
+    recs = {r["claim"]: r for r in records(result)}
+    assert set(health["claims"]) == set(recs) and len(health["devices"]) == 4
+    for claim, seen in by_claim.items():
+        rec = recs[claim]
+        (device,) = rec["devices"]
+        resource = "%s/%s/%s" % (device["driver"], device["pool"], device["device"])
+        expected = "Unhealthy" if rec["node"] in ("gpu-1", "gpu-2") else "Unknown"
+        for source in ("pod", "claim"):
+            changes = [o["health"] for o in seen if o["source"] == source and o["device"] == resource]
+            assert changes == [expected, "Healthy"], (claim, source, seen)
+        claim_status = [o["status"] for o in seen if o["source"] == "claim"][0]
+        (ready,) = claim_status["conditions"]
+        assert ready["type"] == "Ready" and ready["status"] == {"Unhealthy": "False", "Unknown": "Unknown"}[expected]
+        assert ready["reason"] == {"Unhealthy": "DeviceUnhealthy", "Unknown": "HealthTimeout"}[expected]
+        pod_status = [o["status"] for o in seen if o["source"] == "pod"][0]
+        assert pod_status["name"].startswith("claim:") and pod_status["resources"][0]["resourceID"] == resource
+        first = min(o["at"] for o in seen)
+        assert seconds(rec["ready_at"]) - 1 <= seconds(first) <= seconds(rec["delete_requested_at"])
+    assert nothing_left(lab, "health")

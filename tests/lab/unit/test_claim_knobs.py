@@ -6,20 +6,15 @@ marking, and the ground truth per claim (lab.claim_truth, GET/DELETE /kubelab/cl
 from __future__ import annotations
 
 import calendar
-import json
-import shutil
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from kubelab import gpunodes, nodetrees
-from kubelab.errors import ApiError
 from kubelab.faults import FaultEngine
-from kubelab.testing import start_lab, stop_lab
 
-from test_dra import GPU_CLASS, MIG_CLASS, Kube, add_node, devices_of, gpu, pod, template, wait_for
+from test_dra import Kube, add_node, devices_of, dra_lab, gpu, pod, template, wait_for
+from test_faults import http
 
 INJECTED = "cannot allocate all claims: injected claim allocation failure (kubelab fault)"
 
@@ -35,34 +30,9 @@ def seconds(entry: dict, later: str, earlier: str) -> float:
     return (ns_of(entry[later]) - ns_of(entry[earlier])) / 1e9
 
 
-def http(server, path: str, method: str = "GET", body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(server.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=20) as resp:
-            return resp.status, json.loads(resp.read().decode() or "null")
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read().decode() or "null")
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    work = str(tmp_path_factory.mktemp("knobs"))
-    cluster = start_lab(work, scenario="minimal")
-    cluster.server.scenario.update(pod_start_seconds=0.05, pod_stop_seconds=0.05)
-    kube = Kube(cluster.server, None)
-    for cls in (GPU_CLASS, MIG_CLASS):
-        try:
-            kube.create("deviceclasses", cls)
-        except ApiError as exc:  # made by the lab's GPU Operator: ours wins
-            assert exc.code == 409
-            kube.patch("deviceclasses", cls["metadata"]["name"], {"spec": cls["spec"]})
-    yield cluster
-    stop_lab(cluster)
-    errors = list(cluster.server.controller_errors)
-    shutil.rmtree(work, ignore_errors=True)
-    assert not errors, errors[:5]
+    yield from dra_lab(tmp_path_factory, "knobs")
 
 
 @pytest.fixture(autouse=True)

@@ -34,9 +34,9 @@ def wait_for(check, timeout: float = 20.0, what: str = "condition"):
     return testing.wait_for(check, timeout, what, interval=0.05)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    work = str(tmp_path_factory.mktemp("dra"))
+def dra_lab(tmp_path_factory, name: str):
+    """A minimal lab with fast pods and this file's DeviceClasses (a fixture body: test_claim_knobs uses it too)."""
+    work = str(tmp_path_factory.mktemp(name))
     cluster = start_lab(work, scenario="minimal")
     cluster.server.scenario.update(pod_start_seconds=0.05, pod_stop_seconds=0.05)
     kube = Kube(cluster.server, None)
@@ -51,6 +51,11 @@ def lab(tmp_path_factory):
     errors = list(cluster.server.controller_errors)
     shutil.rmtree(work, ignore_errors=True)
     assert not errors, errors[:5]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    yield from dra_lab(tmp_path_factory, "dra")
 
 
 class Kube:

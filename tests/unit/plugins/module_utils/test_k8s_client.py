@@ -232,6 +232,18 @@ def test_forbidden_is_never_retried_and_names_verb_and_resource():
                                      '(GET /api/v1/namespaces/gpu-operator/secrets?labelSelector=owner=helm,name=gpu-operator')
 
 
+def test_get_or_none_is_none_on_404_only():
+    r, _client, _clock = reader([Response(404, status_body(404, "NotFound", 'gpuclusters.nvidia.com "x" not found'))])
+    assert r.get_or_none("/apis/nvidia.com/v1alpha1/gpuclusters/x") is None
+    r, _client, _clock = reader([Response(200, {"kind": "GPUCluster"})])
+    assert r.get_or_none("/apis/nvidia.com/v1alpha1/gpuclusters/x") == {"kind": "GPUCluster"}
+    body = status_body(403, "Forbidden", 'gpuclusters.nvidia.com "x" is forbidden: User "u" cannot get resource')
+    r, _client, _clock = reader([Response(403, body)])
+    with pytest.raises(K8sApiError) as exc:  # may not be read is never "absent"
+        r.get_or_none("/apis/nvidia.com/v1alpha1/gpuclusters/x")
+    assert exc.value.forbidden
+
+
 @pytest.mark.parametrize("call,what", [
     ("GET /api/v1/nodes?limit=500", "list nodes"),
     ("GET /api/v1/nodes/gpu-1", 'get nodes "gpu-1"'),

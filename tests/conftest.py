@@ -53,8 +53,9 @@ def _activate() -> None:
     os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", collections_dir)
     os.environ.setdefault("ANSIBLE_PYTHON_INTERPRETER", sys.executable)
     # Labs started by the tests (in-process or as a process) check that no controller changes an object it
-    # read from the store's shared cache (kubelab.store.Store.list(shared=True)).
-    os.environ.setdefault("KUBELAB_CHECK_SHARED", "1")
+    # read from the store's shared cache (kubelab.store.Store.list(shared=True)): one read in 16 (every
+    # read would double the lab's CPU; a changed object is read again many times before its next write).
+    os.environ.setdefault("KUBELAB_CHECK_SHARED", "16")
 
 
 _activate()

@@ -8,6 +8,7 @@ and resources under /api/v1 and /apis/{g}/{v}: [namespaces/{ns}/]{plural}[/{name
 
 from __future__ import annotations
 
+import gc
 import json
 import socket
 import ssl
@@ -141,6 +142,7 @@ class LabServer:
         # switch interval (the default is 5 ms) keeps a watch event's delivery close to the write that made it.
         sys.setswitchinterval(0.001)
         self.apply_scenario()
+        calm_collector()
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self.thread.start()
         for controller in self.controllers:
@@ -166,8 +168,28 @@ def _handler_for(lab: LabServer):
     return Handler
 
 
+def _freeze_survivors(phase: str, info: dict) -> None:
+    if phase == "stop" and info.get("generation") == 2:
+        gc.freeze()
+
+
+def calm_collector() -> None:
+    """Keep the cycle collector's full passes short, as kube-apiserver's concurrent Go GC never stops the world
+    for long: the lab's heap (the cache, the event log, decoded objects) grows to millions of objects, and
+    a full collection of it stops every thread for 60-190 ms (measured) - a watch event sent meanwhile is
+    that late. The objects alive after a full collection are frozen (``gc.freeze``: never scanned again;
+    reference counting still frees them), so the next full pass scans only what came after. Once per
+    process."""
+    if _freeze_survivors not in gc.callbacks:
+        gc.freeze()
+        gc.callbacks.append(_freeze_survivors)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY, as kube-apiserver's Go sockets have by default: without it a watch event written
+    # right after another waits for the client's delayed ACK (up to 40 ms on Linux) - Nagle's algorithm.
+    disable_nagle_algorithm = True
     server_lab: LabServer = None  # set by _handler_for
 
     def log_message(self, fmt, *args):  # quiet; tests read responses, not logs
@@ -497,23 +519,30 @@ class _Handler(BaseHTTPRequestHandler):
                 "kind": rtype.kind, "apiVersion": rtype.api_version,
                 "metadata": {"resourceVersion": str(revision), "annotations": {"k8s.io/initial-events-end": "true"}}}})
         deadline = time.monotonic() + timeout
-        while not lab.stopping.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                events = lab.store.wait_for_events(revision, min(left, 1.0))
-            except ApiError as exc:
-                self._chunk({"type": "ERROR", "object": exc.status()})
-                break
-            for event_revision, event_type, event_rtype, obj in events:
-                revision = event_revision
-                if event_rtype.group != rtype.group or event_rtype.plural != rtype.plural or not matches(obj):
-                    continue
-                out = dict(obj)
-                if event_rtype.version != rtype.version:
-                    out["apiVersion"] = rtype.api_version
-                self._chunk({"type": event_type, "object": out})
+        # woken only by the events of its own kind (Store.subscribe), not behind every controller's loop
+        seen = lab.store.subscribe((rtype.kind,))
+        try:
+            while not lab.stopping.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    seen.wait(min(left, 1.0))
+                    seen.clear()  # before the read: an event recorded after it sets it again
+                    events = lab.store.events_after(revision)
+                except ApiError as exc:
+                    self._chunk({"type": "ERROR", "object": exc.status()})
+                    break
+                for event_revision, event_type, event_rtype, obj in events:
+                    revision = event_revision
+                    if event_rtype.group != rtype.group or event_rtype.plural != rtype.plural or not matches(obj):
+                        continue
+                    out = dict(obj)
+                    if event_rtype.version != rtype.version:
+                        out["apiVersion"] = rtype.api_version
+                    self._chunk({"type": event_type, "object": out})
+        finally:
+            lab.store.unsubscribe(seen)
         self._end_stream()
 
     def _start_stream(self) -> None:

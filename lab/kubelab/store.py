@@ -168,6 +168,14 @@ class Etcd:
         return bool(result.get("succeeded")), int(result["header"]["revision"])
 
 
+def _check_every(value: str) -> int:
+    """KUBELAB_CHECK_SHARED: "" or "0" no check, "1" or any other word every shared read, N one in N."""
+    value = value.strip()
+    if value in ("", "0"):
+        return 0
+    return int(value) if value.isdigit() else 1
+
+
 class SharedObjectMutated(RuntimeError):
     """A caller of ``Store.list(shared=True)`` changed an object it was handed (a lab bug)."""
 
@@ -220,15 +228,23 @@ class Store:
         self.cache_lock = threading.RLock()
         self.changed = threading.Condition(self.cache_lock)
         self.pausers: list = []  # the controllers' threading.Events that wake() sets (ending a batching pause)
+        # Event subscriptions (subscribe()): (kinds or None, threading.Event) set when an event of those
+        # kinds is recorded. A waiter wakes on its own Event, not behind every other waiter of ``changed``
+        # re-acquiring ``cache_lock`` in turn: a watch stream is woken only by the kinds it serves.
+        self._subscribers: list = []
         self.events: deque = deque(maxlen=EVENT_LOG_SIZE)  # (revision, type, rtype, obj)
         self.listeners: list = []  # callables(event_type, rtype, obj), called after each write
         self._objects: dict[str, tuple[bytes, int]] = {}
         # Decoded objects handed out by ``list(shared=True)``: key -> (mod revision, object). An entry is
         # good while the key's cached revision equals its own; writes need not touch it.
         self._decoded: dict[str, tuple[int, dict]] = {}
-        # Tests set this (KUBELAB_CHECK_SHARED=1): every shared read first checks that no reader changed
-        # the object it was handed before (raises SharedObjectMutated naming the object).
-        self.check_shared = os.environ.get("KUBELAB_CHECK_SHARED", "") not in ("", "0")
+        # Tests set this (KUBELAB_CHECK_SHARED=N): one shared read in N first checks that no reader changed
+        # the object it was handed before (raises SharedObjectMutated naming the object). The check decodes
+        # the stored bytes again, as costly as the read it saves: checking every read (N=1) doubles the
+        # lab's CPU. A changed object stays changed until its next revision and is read many times a
+        # second, so a sample finds it too.
+        self.check_shared = _check_every(os.environ.get("KUBELAB_CHECK_SHARED", ""))
+        self._shared_reads = 0
         self._keys: list[str] = []
         self._revision = 0
         self._watching = False
@@ -311,7 +327,7 @@ class Store:
             if self._tombstones:
                 self._tombstones = {k: r for k, r in self._tombstones.items() if r > self._watched}
             if external:  # no event for the log (it needs the type); wake the controllers' loops
-                self.changed.notify_all()
+                self._notify(None)
             return True
 
     def _mine(self, revision: int) -> None:
@@ -413,7 +429,7 @@ class Store:
             self._load()
             self.events.clear()
             self.start_revision = self._revision
-            self.changed.notify_all()
+            self._notify(None)
             return self._revision
 
     def _entry(self, key: str) -> tuple[bytes, int] | None:
@@ -422,16 +438,18 @@ class Store:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def get(self, rtype, namespace: str | None, name: str) -> dict:
-        entry = self._entry(rtype.key(namespace, name))
+    def get(self, rtype, namespace: str | None, name: str, shared: bool = False) -> dict:
+        """One object; ``shared`` as for :meth:`list` (the cache's decoded copy: never modify it)."""
+        key = rtype.key(namespace, name)
+        entry = self._entry(key)
         if entry is None:
             raise not_found(rtype.group, rtype.plural, name)
         value, mod = entry
-        return _with_rv(json.loads(value), mod)
+        return self._shared(key, value, mod) if shared else _with_rv(json.loads(value), mod)
 
-    def get_or_none(self, rtype, namespace: str | None, name: str) -> dict | None:
+    def get_or_none(self, rtype, namespace: str | None, name: str, shared: bool = False) -> dict | None:
         try:
-            return self.get(rtype, namespace, name)
+            return self.get(rtype, namespace, name, shared=shared)
         except ApiError as exc:
             if exc.code == 404:
                 return None
@@ -467,7 +485,8 @@ class Store:
     def _shared(self, key: str, value: bytes, mod: int) -> dict:
         known = self._decoded.get(key)
         if known is not None and known[0] == mod:
-            if self.check_shared and known[1] != _with_rv(json.loads(value), mod):
+            self._shared_reads += 1  # not atomic: a lost count only moves the sample
+            if self.check_shared and not self._shared_reads % self.check_shared and known[1] != _with_rv(json.loads(value), mod):
                 self._decoded.pop(key, None)
                 raise SharedObjectMutated("a reader modified the shared object %s at revision %d" % (key, mod))
             return known[1]
@@ -504,7 +523,7 @@ class Store:
                 self._cache_put(key, stored, revision)
                 self._decoded[key] = (revision, copied)
             self.events.append(event)
-            self.changed.notify_all()
+            self._notify(rtype.kind)
         for listener in list(self.listeners):
             listener(event_type, rtype, obj)
 
@@ -640,7 +659,28 @@ class Store:
         with self.changed:
             for woken in list(self.pausers):
                 woken.set()
-            self.changed.notify_all()
+            self._notify(None)
+
+    def subscribe(self, kinds=None) -> threading.Event:
+        """An Event set whenever an event of one of ``kinds`` (any kind when None) is recorded, the log
+        starts over or :meth:`wake` is called. The waiter clears it, then reads :meth:`events_after`
+        (in that order, so that no event is missed). :meth:`unsubscribe` ends it."""
+        event = threading.Event()
+        with self.cache_lock:
+            self._subscribers = self._subscribers + [(frozenset(kinds) if kinds else None, event)]
+        return event
+
+    def unsubscribe(self, event: threading.Event) -> None:
+        with self.cache_lock:
+            self._subscribers = [entry for entry in self._subscribers if entry[1] is not event]
+            self.pausers = [woken for woken in self.pausers if woken is not event]
+
+    def _notify(self, kind: str | None) -> None:
+        """(``cache_lock`` held) Wake the subscribers of ``kind`` (all when None), then ``changed``'s waiters."""
+        for kinds, event in self._subscribers:
+            if kind is None or kinds is None or kind in kinds:
+                event.set()
+        self.changed.notify_all()
 
     def wait_for_events(self, revision: int, timeout: float) -> list:
         with self.changed:

@@ -382,7 +382,9 @@ class Tracker:
                 obs.gone = True
                 obs.mark("deleted_at", when)
             else:
-                for device in (claim.get("status") or {}).get("devices") or []:
+                # the namespace may hold other claims (another run's, interrupted): only this run's pods' claims
+                ours = obs.owner[0] in self.by_pod
+                for device in (claim.get("status") or {}).get("devices") or [] if ours else []:
                     ready = [c for c in device.get("conditions") or [] if c.get("type") == "Ready"]
                     if ready:
                         health = {"True": "Healthy", "False": "Unhealthy"}.get(ready[0].get("status"), "Unknown")

@@ -558,7 +558,8 @@ def dra_acceptance_findings(results, check_mode=False):
     measurement that cannot be trusted - the lifecycle run failed or was interrupted, nothing was
     measured, objects of the run are still in the cluster, the records file is missing - and a metrics
     query that failed. Warns: check mode; the metrics skipped (no Prometheus), which is reported as
-    skipped, never as passed."""
+    skipped, never as passed; a device reported Unhealthy or Unknown while the run's claims held it;
+    Warning events about the run's pods or claims; the Events unreadable."""
     results = _dict(results)
     check_mode = bool(check_mode or results.get("check_mode"))
     findings = []
@@ -584,6 +585,26 @@ def dra_acceptance_findings(results, check_mode=False):
         findings.append(_finding("dra_acceptance.left_behind", "block", "namespace %s" % lifecycles.get("namespace"),
                                  ", ".join(str(x) for x in left) or cleanup.get("msg"), "nothing of the run left",
                                  "objects of the acceptance run are still in the cluster", DRA_ACCEPTANCE_SOURCE))
+    health = _dict(lifecycles.get("device_health"))
+    if health.get("devices"):
+        findings.append(_finding("dra_acceptance.device_not_healthy", "warn", "claim_lifecycle",
+                                 "%s (claims %s)" % (", ".join(str(d) for d in _list(health.get("devices"))),
+                                                     ", ".join(str(c) for c in _list(health.get("claims"))) or "none"),
+                                 "every allocated device Healthy",
+                                 "a device the run's claims held was reported Unhealthy or Unknown during the run",
+                                 DRA_ACCEPTANCE_SOURCE))
+    events = _dict(lifecycles.get("events"))
+    if events.get("error"):
+        findings.append(_finding("dra_acceptance.events_unread", "warn", "namespace %s" % lifecycles.get("namespace"),
+                                 events["error"], "the run's Events read",
+                                 "the Events about the run's pods and claims could not be read (not in the evidence)",
+                                 DRA_ACCEPTANCE_SOURCE))
+    elif events.get("warnings_total"):
+        reasons = sorted(k for k in _dict(events.get("by_reason")) if str(k).startswith("Warning/"))
+        findings.append(_finding("dra_acceptance.warning_events", "warn", "namespace %s" % lifecycles.get("namespace"),
+                                 "%s Warning event(s): %s" % (events["warnings_total"], ", ".join(reasons) or "?"),
+                                 "no Warning event about the run's pods and claims",
+                                 "Warning events were posted about the run's pods or claims", DRA_ACCEPTANCE_SOURCE))
     metrics = _dict(results.get("metrics"))
     if metrics.get("skipped"):
         findings.append(_finding("dra_acceptance.metrics_skipped", "warn", "prometheus", "skipped: %s" % metrics["skipped"],

@@ -379,6 +379,10 @@ def test_device_health_changes_are_recorded_from_pods_and_claims():
     unhealthy["status"]["devices"][0]["conditions"][0].update(status="False", reason="DeviceUnhealthy")
     tracker.on_claim("MODIFIED", unhealthy, "2026-12-02T10:00:01.000000000Z")
     tracker.on_claim("MODIFIED", unhealthy, "2026-12-02T10:00:02.000000000Z")  # the same again: no new change
+    other = json.loads(json.dumps(unhealthy))  # another run's claim in the namespace (an interrupted one's)
+    other["metadata"].update(name="dra-gate-old-7-gpu-zzzzz", uid="c9",
+                             ownerReferences=[{"kind": "Pod", "name": "dra-gate-old-7", "uid": "p9", "controller": True}])
+    tracker.on_claim("MODIFIED", other, "2026-12-02T10:00:02.500000000Z")
     pod = {"metadata": {"name": "dra-gate-h-0", "uid": "p1"}, "spec": {"nodeName": "gpu-1"}, "status": {
         "phase": "Running", "containerStatuses": [{"name": "workload", "allocatedResourcesStatus": [
             {"name": "claim:gpu", "resources": [{"resourceID": "gpu.nvidia.com/gpu-1/gpu-3", "health": "Unknown"}]}]}]}}

@@ -37,6 +37,8 @@ class Controller:
         self.woken = threading.Event()  # set by Store.wake() and by stop(): ends a batching pause
         if hasattr(self.store, "pausers"):
             self.store.pausers.append(self.woken)
+        # set by the store when an event of a watched kind is recorded (an informer's handler)
+        self.events_seen = self.store.subscribe(self.watches or None) if hasattr(self.store, "subscribe") else None
         self.thread = None
         self._pool = None
 
@@ -50,12 +52,18 @@ class Controller:
     def stop(self) -> None:
         self.stop_event.set()
         self.woken.set()
-        with self.store.changed:  # wake the loop now rather than after a resync period
+        if self.events_seen is not None:  # wake the loop now rather than after a resync period
+            self.events_seen.set()
+        with self.store.changed:
             self.store.changed.notify_all()
         if self.thread is not None:
             self.thread.join(timeout=5)
         if self._pool is not None:
             self._pool.shutdown(wait=True)
+        if hasattr(self.store, "unsubscribe"):  # a stopped controller leaves nothing in the store
+            if self.events_seen is not None:
+                self.store.unsubscribe(self.events_seen)
+            self.store.unsubscribe(self.woken)
 
     def each(self, items, fn) -> list:
         """``fn(item)`` for every item, on ``workers`` threads (never two on one item), all done on return;
@@ -114,7 +122,13 @@ class Controller:
             if left <= 0:
                 return revision, False
             try:
-                events = self.store.wait_for_events(revision, left)
+                if self.events_seen is None:
+                    events = self.store.wait_for_events(revision, left)
+                else:
+                    if not self.events_seen.wait(left):
+                        return revision, False
+                    self.events_seen.clear()  # before the read: an event recorded after it sets it again
+                    events = self.store.events_after(revision)
             except ApiError:
                 return self.store.revision(), False
             if not events:

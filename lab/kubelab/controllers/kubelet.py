@@ -96,6 +96,11 @@ class KubeletController(Controller):
         self.pods = self.rtype("", "v1", "pods")
         self.nodes = self.rtype("", "v1", "nodes")
         self.since: dict = {}  # pod uid -> (what, monotonic time it was first seen so)
+        # pod uid -> (resourceVersion, device health) of a Running, Ready pod whose status this kubelet found
+        # current: until the pod or the devices' health change, a pass does not recompute its status
+        # (the real kubelet's status manager syncs a pod when something changed, not on every loop)
+        self.steady: dict = {}
+        self._health_token = None
         self.boots: dict = {}  # node -> reboots whose new bootID is written
         self._cidrs: set = set()
         self.prepare_woken: set = set()  # pod uids whose prepare delay has a wake-up timer
@@ -150,12 +155,16 @@ class KubeletController(Controller):
         for node in listed:
             node = self._node(node, meta(node)["name"] not in down)
             nodes[meta(node)["name"]] = node
+        health = getattr(self.lab, "device_health", None)
+        self._health_token = tuple(sorted(dict(health).items())) if health else None
         pods = self.api.list(self.pods, None, shared=True)["items"]
         # a worker per pod, as the kubelet's pod workers; a pod whose write conflicted (None) is looked at soon again
         waiting = any(result is None or result for result in self.each(pods, lambda pod: self._pod(pod, nodes, pods)))
         alive = {meta(p).get("uid") for p in pods}
         for uid in [u for u in self.since if u not in alive]:
             del self.since[uid]
+        for uid in [u for u in self.steady if u not in alive]:
+            del self.steady[uid]
         self.resync_seconds = 0.05 if waiting else 0.5
 
     # -- nodes ----------------------------------------------------------------------------------
@@ -232,14 +241,18 @@ class KubeletController(Controller):
             return True
         if phase == "Running":
             ready = self._elapsed(uid, "running") >= self._knob("pod_ready_seconds", 0.0)
-            write_status(self.api, self.pods, pod, self._running(pod, node, pods, ready), MANAGER)
+            completes = runs_to_completion(pod)
+            if ready and not completes and self.steady.get(uid) == (meta(pod).get("resourceVersion"), self._health_token):
+                return False
+            written = write_status(self.api, self.pods, pod, self._running(pod, node, pods, ready), MANAGER)
             if not ready:
                 return True
-            if runs_to_completion(pod):
+            if completes:
                 if self._elapsed(uid, "running") >= self._knob("job_pod_seconds", 0.5):
                     write_status(self.api, self.pods, pod, self._succeeded(pod), MANAGER)
                     return False
                 return True
+            self.steady[uid] = (meta(written).get("resourceVersion"), self._health_token)
         return False
 
     @staticmethod
@@ -295,7 +308,7 @@ class KubeletController(Controller):
                              "restartCount": 0, "state": {"running": {"startedAt": started}}, "lastState": {}})
         health = getattr(self.lab, "device_health", None)
         if health:
-            self._resource_health(pod, statuses, health)
+            self._resource_health(pod, statuses, dict(health))
         new_status["containerStatuses"] = statuses
         inits = spec(pod).get("initContainers") or []
         if inits:
@@ -326,7 +339,7 @@ class KubeletController(Controller):
                        for m in extended.get("requestMappings") or [] if m.get("containerName") == item.get("name")]
             entries = []
             for label, claim_name, request in wanted:
-                claim = self.api.store.get_or_none(claims_type, ns, claim_name) if claim_name and claims_type else None
+                claim = self.api.store.get_or_none(claims_type, ns, claim_name, shared=True) if claim_name and claims_type else None
                 results = ((status(claim or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
                 resources = [{"resourceID": "%s/%s/%s" % (r.get("driver"), r.get("pool"), r.get("device")),
                               "health": health[(r.get("driver"), r.get("pool"), r.get("device"))]}

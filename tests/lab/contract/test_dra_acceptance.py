@@ -122,6 +122,7 @@ def nothing_left(lab, run_id):
     return not pods and not claims and not templates
 
 
+@pytest.mark.timing
 def test_injected_latencies_match_the_truth(lab, tmp_path):
     lab.server.fault_engine.add({"claim_latency": {"allocation": {"distribution": "uniform", "min": 0.1, "max": 0.6},
                                                    "prepare": {"distribution": "lognormal", "median": 0.2, "sigma": 0.5},
@@ -138,10 +139,9 @@ def test_injected_latencies_match_the_truth(lab, tmp_path):
         expected.append(seconds(entry["allocated"]) - seconds(entry["created"]))
         starts.append(seconds(rec["ready_at"]) - seconds(rec["created_at"]))
         expected_starts.append(seconds(entry["ready"]) - seconds(entry["created"]))
-    # The goal is 10 ms. On a quiet 2-core machine every quantile meets it; beside the other test files of
-    # the lab stage a watch event sometimes reaches the module 10-50 ms late (the lab's threads share one
-    # interpreter), which moves a tail quantile of 100 samples: p50 is held to 10 ms, the tails to 50 ms.
-    for q, name, bound in ((0.5, "p50", 0.010), (0.95, "p95", 0.050), (0.99, "p99", 0.050)):
+    # The bound: 10 ms at every quantile. The test is marked timing: ./dra-gate runs it alone, as the
+    # bench runs, since a test file beside it on the same 2 cores delays the lab's threads by more than that.
+    for q, name, bound in ((0.5, "p50", 0.010), (0.95, "p95", 0.010), (0.99, "p99", 0.010)):
         allocation = result["allocation_latency_seconds"][name] - float(nearest_rank(expected, q))
         start = result["start_latency_seconds"][name] - float(nearest_rank(expected_starts, q))
         print("%s: allocation %+.2f ms, start %+.2f ms against the truth" % (name, 1000 * allocation, 1000 * start))
@@ -248,13 +248,18 @@ def test_interruption_leaves_nothing_behind(lab, tmp_path):
     env = lab.env()
     env.update(ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_PYTHON_INTERPRETER=os.path.join(VENV_BIN, "python"),
                ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false", TMPDIR=str(tmp_path))
-    proc = subprocess.Popen([os.path.join(VENV_BIN, "ansible-playbook"), str(path)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    log = tmp_path / "play.log"  # a file, not a pipe: nothing the play prints can block it on a full pipe
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([os.path.join(VENV_BIN, "ansible-playbook"), str(path)], env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_for(lambda: len(lab.core.list_namespaced_pod(NS, label_selector="%s=interrupt" % RUN_LABEL).items) >= 5, 60,
                  "lifecycle pods running")
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("ansible-playbook still runs 60 s after Ctrl-C:\n%s" % log.read_text()[-4000:])
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

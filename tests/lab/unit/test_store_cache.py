@@ -114,6 +114,16 @@ def test_a_changed_shared_object_is_caught_when_checking(store):
     assert store.list(cms, "cache-g", shared=True)[0][0]["data"] == {"k": "1"}  # decoded afresh
 
 
+def test_a_sampled_check_catches_a_changed_object_within_its_sample(store):
+    cms, _ns = types()
+    store.check_shared = 4  # KUBELAB_CHECK_SHARED=4: one shared read in four is checked
+    store.create(cms, configmap("sampled", "cache-s", k="1"))
+    store.list(cms, "cache-s", shared=True)[0][0]["data"]["k"] = "changed"
+    with pytest.raises(SharedObjectMutated, match="cache-s/sampled"):
+        for _read in range(4):
+            store.list(cms, "cache-s", shared=True)
+
+
 def test_events_after_reads_only_the_new_end(store):
     cms, _ns = types()
     first = store.create(cms, configmap("e1", "cache-e", k="1"))

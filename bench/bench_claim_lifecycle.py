@@ -27,6 +27,7 @@ import json
 import math
 import os
 import shutil
+import resource
 import subprocess
 import sys
 import tempfile
@@ -99,9 +100,13 @@ def run(args):
                                     "--output", args.py_spy, "--rate", "50", "--nonblocking", "--gil"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         started = time.monotonic()
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), path], env=env, capture_output=True, check=False,
                        timeout=3600)
         playbook_seconds = time.monotonic() - started
+        children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        client_cpu = (children_after.ru_utime + children_after.ru_stime
+                      - children_before.ru_utime - children_before.ru_stime)
         lab_cpu = cpu_seconds(pid) - cpu_before if pid else None
         if spy is not None:
             spy.send_signal(2)
@@ -148,6 +153,8 @@ def run(args):
     if lab_cpu is not None:
         print("  lab process CPU     %7.1f s  (%.0f %% of one core over the playbook)" % (
             lab_cpu, 100.0 * lab_cpu / playbook_seconds))
+    print("  client CPU          %7.1f s  (ansible-playbook and the module, %.0f %% of one core)" % (
+        client_cpu, 100.0 * client_cpu / playbook_seconds))
     span = {"pod created -> claim created": [], "claim deleted -> pod deleted": [], "pod created -> pod deleted": []}
     for entry in truth.values():
         for name, first, second in (("pod created -> claim created", "pod_created", "created"),

@@ -233,7 +233,9 @@ class Api:
     def _merge_scope(self, rtype, current: dict, obj: dict, subresource: str) -> dict:
         """A write to the main resource keeps the stored status; a /status write only changes status."""
         if subresource == "status":
-            merged = clone(current)
+            # ``current`` is this request's own decoded copy (Store.get): the merged object shares its
+            # unchanged parts (spec) instead of copying them; only metadata and status are replaced.
+            merged = dict(current, metadata=dict(current.get("metadata") or {}))
             merged["status"] = obj.get("status")
             for key in ("labels", "annotations"):
                 if key in (obj.get("metadata") or {}):

@@ -443,8 +443,17 @@ class _MergeKeys:
         return value
 
 
+_DEFAULT_KEYS: list = []  # the compiled DEFAULT_MERGE_KEYS, made once: its lookup cache then serves every call
+
+
 def _merge_keys(table) -> _MergeKeys:
-    return table if isinstance(table, _MergeKeys) else _MergeKeys(table)
+    if isinstance(table, _MergeKeys):
+        return table
+    if table is None:
+        if not _DEFAULT_KEYS:
+            _DEFAULT_KEYS.append(_MergeKeys(None))
+        return _DEFAULT_KEYS[0]
+    return _MergeKeys(table)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -807,6 +816,51 @@ def _without_managed_fields(obj: dict) -> dict:
     if isinstance(meta, dict) and "managedFields" in meta:
         obj = dict(obj, metadata={key: value for key, value in meta.items() if key != "managedFields"})
     return clone(obj)
+
+
+def _shallow_without_managed_fields(obj: dict) -> dict:
+    """``obj`` without ``metadata.managedFields``, sharing everything else (for reading only)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        return dict(obj, metadata={key: value for key, value in meta.items() if key != "managedFields"})
+    return dict(obj)
+
+
+def _changed_fields(previous: dict, result: dict, keys: _MergeKeys) -> tuple[set, set]:
+    """The paths a write changed (owned in ``result`` with another value, or new) and removed.
+
+    The same sets as comparing the whole field sets of both objects (``_field_set``), found by
+    walking only the parts that differ: a map entry equal in both (Python's ``==``, at C speed) owns
+    the same fields with the same values and is skipped; a list is compared as a whole. (``==`` takes
+    ``True`` for ``1``: no API field holds a boolean in one version and a number in the next, the
+    schema types it.)"""
+    changed: set = set()
+    removed: set = set()
+
+    def walk(old: dict, new: dict, path: tuple, tokens: tuple) -> None:
+        for name in set(old) | set(new):
+            if not tokens and name in ("apiVersion", "kind"):
+                continue
+            if tokens == ("f:metadata",) and name in _STRIPPED_META:
+                continue
+            before, after = old.get(name, _MISSING), new.get(name, _MISSING)
+            if before is after or (type(before) is type(after) and before == after):
+                continue
+            child_path, child_tokens = path + (name,), tokens + ("f:" + name,)
+            if isinstance(before, dict) and isinstance(after, dict) and before and after:
+                walk(before, after, child_path, child_tokens)
+                continue
+            old_set: set = set()
+            new_set: set = set()
+            if before is not _MISSING:
+                _collect(before, child_path, child_tokens, keys, old_set)
+            if after is not _MISSING:
+                _collect(after, child_path, child_tokens, keys, new_set)
+            changed.update(p for p in new_set if p not in old_set or not _same_at(previous, result, p))
+            removed.update(old_set - new_set)
+
+    walk(previous, result, (), ())
+    return changed, removed
 
 
 class _Entry:
@@ -1243,12 +1297,9 @@ def update_managed_fields(obj: dict, manager: str, operation: str = "Update", ol
         entries = _entries(obj)
     else:
         entries = _entries(old)
-    result = _without_managed_fields(obj)
-    previous = _without_managed_fields(old) if isinstance(old, dict) else {}
-    new_set = _field_set(result, keys)
-    old_set = _field_set(previous, keys) if old is not None else set()
-    changed = {p for p in new_set if p not in old_set or not _same_at(previous, result, p)}
-    removed = old_set - new_set
+    result = _shallow_without_managed_fields(obj)
+    previous = _shallow_without_managed_fields(old) if isinstance(old, dict) else {}
+    changed, removed = _changed_fields(previous, result, keys)
     ident = (manager, operation, subresource)
     mine = next((e for e in entries if e.ident() == ident), None)
     for entry in entries:

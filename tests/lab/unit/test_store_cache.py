@@ -304,6 +304,70 @@ def test_watch_brings_another_clients_writes(store, etcd):
         watching.close()
 
 
+def test_concurrent_writers_commit_in_revision_order(store, etcd):
+    """Writes of different keys are in flight at once (Store's stripes); the cache and the event log
+    still take them in etcd's revision order, a waiter following the log misses none, the cache ends
+    equal to etcd, the same key's writers still conflict, and the watch (bringing another client's
+    writes meanwhile) takes none of the store's own writes for a stranger's."""
+    cms, _ns = types()
+    watching = Store(etcd.client_url)
+    start = watching.revision()
+    seen, stop = [], threading.Event()
+
+    def follow():
+        revision = start
+        while not stop.is_set() or watching.events_after(revision):
+            for event in watching.wait_for_events(revision, 0.05):
+                seen.append(event[0])
+                revision = event[0]
+
+    def writer(index):
+        for round_ in range(15):
+            name = "p-%d-%d" % (index, round_)
+            watching.create(cms, configmap(name, "cache-p", k="0"))
+            body = watching.get(cms, "cache-p", name)
+            body["data"]["k"] = "1"
+            watching.update(cms, body)
+            if round_ % 3 == 0:
+                watching.delete(cms, "cache-p", name)
+            shared = watching.get_or_none(cms, "cache-p", "shared")
+            try:
+                if shared is None:
+                    watching.create(cms, configmap("shared", "cache-p", k=name))
+                else:
+                    shared["data"]["k"] = name
+                    watching.update(cms, shared, expected_rv=shared["metadata"]["resourceVersion"])
+            except ApiError as exc:
+                assert exc.code in (409,), exc  # another writer of the same key got there first
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
+    writers = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    try:
+        for thread in writers:
+            thread.start()
+        for round_ in range(10):  # another etcd client writing meanwhile
+            store.create(cms, configmap("ext-%d" % round_, "cache-p"))
+        for thread in writers:
+            thread.join(60)
+        stop.set()
+        follower.join(10)
+        revisions = [event[0] for event in watching.events_after(start)]
+        assert revisions == sorted(revisions) and len(set(revisions)) == len(revisions)
+        assert seen == revisions  # the follower missed none and saw them in order
+        assert wait_for(lambda: len(watching.list(cms, "cache-p")[0]) == 8 * 10 + 1 + 10)
+        in_etcd, _revision = watching.etcd.range("/registry/configmaps/cache-p/", prefix=True)
+        cached = watching.list(cms, "cache-p")[0]
+        assert sorted((k.rsplit("/", 1)[1], m) for k, _v, m in in_etcd) == \
+            sorted((o["metadata"]["name"], int(o["metadata"]["resourceVersion"])) for o in cached)
+        assert wait_for(lambda: not watching._own and not watching._inflight)  # pylint: disable=protected-access
+        assert all(event[2] is cms and event[3]["metadata"]["name"].startswith(("p-", "shared"))
+                   for event in watching.events_after(start))  # the other client's writes have no events here
+    finally:
+        stop.set()
+        watching.close()
+
+
 def test_watch_after_compaction_resyncs(store, etcd):
     """A watch from a compacted revision is refused: the store relists, as a reflector does."""
     cms, _ns = types()

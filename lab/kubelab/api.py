@@ -427,10 +427,16 @@ class Api:
 
     def _dependents(self, uid: str) -> list:
         found = []
+        owned = self.store.owned_keys(uid)  # the garbage collector's owner index
+        if not owned:
+            return found
         for rtype in self.registry.all():
             if rtype.kind in ("Event",):
                 continue
-            try:  # the garbage collector's owner index: only objects whose JSON names the UID are decoded
+            prefix = rtype.prefix(None)
+            if not any(key.startswith(prefix) for key in owned):
+                continue
+            try:  # only objects whose JSON names the UID are decoded
                 items, _rev = self.store.list(rtype, containing=uid.encode("utf-8"))
             except ApiError:
                 continue

@@ -126,6 +126,7 @@ class KubeletMetrics:
         self.histograms: dict = {}   # node -> {(operation, is_error): Histogram}
         self.in_use: dict = {}       # node -> {driver: count}
         self.seen: set = set()       # (namespace, name, created, operation)
+        self.done: set = set()       # (namespace, name, created): both operations observed, nothing left to do
         self.claim_nodes: dict = {}  # (namespace, name) -> node, remembered while claims exist
         self.dcgm_missing: set = set()  # (uuid, metric or None): dcgm series left out (tests)
         self.started = time.monotonic()
@@ -159,7 +160,8 @@ class KubeletMetrics:
         with self.lock:
             self.in_use = in_use
             for key, times in timings.items():
-                if isinstance(times, dict) and isinstance(key, tuple) and len(key) == 2:
+                if isinstance(times, dict) and isinstance(key, tuple) and len(key) == 2 \
+                        and (key[0], key[1], times.get("created")) not in self.done:
                     self._observe(key, times, key in live)
             for key in [k for k in self.claim_nodes if k not in live and k not in timings]:
                 del self.claim_nodes[key]
@@ -183,6 +185,7 @@ class KubeletMetrics:
             start = _num(times.get("unprepare_started"))
             start = _num(times.get("pod_stopped")) if start is None else start
             self._once(key, created, node, "UnprepareResources", 0.0 if start is None else end - start, False)
+            self.done.add((key[0], key[1], created))  # unprepared: the prepare timing (if any) came before
 
     def _once(self, key: tuple, created, node: str, operation: str, value: float, error: bool) -> None:
         mark = (key[0], key[1], created, operation)

@@ -48,6 +48,9 @@ from kubelab.errors import ApiError, already_exists, conflict, not_found
 EVENT_LOG_SIZE = 20000
 REGISTRY_PREFIX = "/registry/"  # every ResourceType key starts with it (resources.ResourceType.prefix)
 _MOD_REVISION = re.compile(rb'"mod_revision":"?([0-9]+)')
+# The owners' UIDs in a stored object (canonical JSON: no spaces; a reference holds no list, so no "]")
+_OWNER_REFERENCES = re.compile(rb'"ownerReferences":\[([^\]]*)\]')
+_UID = re.compile(rb'"uid":"([^"]+)"')
 WATCH_READ_TIMEOUT = 10.0  # an idle etcd watch stream is reopened after this long (seconds)
 WATCH_GIVE_UP = 60  # consecutive failed reconnects (about a minute) after which the watch thread ends
 KEY_STRIPES = 64  # writer locks: writes of one key are serialised, writes of different keys overlap
@@ -171,6 +174,13 @@ class Etcd:
         return bool(result.get("succeeded")), int(result["header"]["revision"])
 
 
+def _owner_uids(value: bytes | None) -> frozenset:
+    if not value or b'"ownerReferences"' not in value:
+        return frozenset()
+    found = _OWNER_REFERENCES.search(value)
+    return frozenset(uid.decode("utf-8") for uid in _UID.findall(found.group(1))) if found else frozenset()
+
+
 def _check_every(value: str) -> int:
     """KUBELAB_CHECK_SHARED: "" or "0" no check, "1" or any other word every shared read, N one in N."""
     value = value.strip()
@@ -240,9 +250,11 @@ class Store:
         self._stripes = [threading.RLock() for _stripe in range(KEY_STRIPES)]
         self.cache_lock = threading.RLock()
         self.changed = threading.Condition(self.cache_lock)
-        self._order = threading.Condition(self.cache_lock)  # a write in flight got its answer or committed
+        self._order = threading.Condition(self.cache_lock)  # for the watch: a write in flight got its answer
+        self._settling = 0  # watch threads waiting on ``_order``
+        self._order_waiters: dict[int, threading.Condition] = {}  # ticket -> its writer, waiting for older writes
         self._inflight: dict[int, int | None] = {}  # ticket -> etcd revision (None: not answered yet)
-        self._ahead: dict[int, list] = {}  # ticket -> the tickets in flight when it was answered
+        self._ahead: dict[int, set] = {}  # ticket -> the tickets in flight when it was answered
         self._tickets = 0
         self.pausers: list = []  # the controllers' threading.Events that wake() sets (ending a batching pause)
         # Event subscriptions (subscribe()): (kinds or None, threading.Event) set when an event of those
@@ -263,6 +275,9 @@ class Store:
         self.check_shared = _check_every(os.environ.get("KUBELAB_CHECK_SHARED", ""))
         self._shared_reads = 0
         self._keys: list[str] = []
+        # The garbage collector's owner index (its dependency graph): owner UID -> keys of the objects whose
+        # ownerReferences name it, kept with the cache, so finding an owner's dependents reads no other object.
+        self._owned: dict[str, set] = {}
         self._revision = 0
         self._watching = False
         self._own: set[int] = set()
@@ -287,21 +302,48 @@ class Store:
             self._objects = {key: (value, mod) for key, value, mod in items}
             self._decoded = {}
             self._keys = sorted(self._objects)
+            self._owned = {}
+            for key, value, _mod in items:
+                self._index_owners(key, None, value)
             self._revision = revision
             self._watched = revision
             self._own.clear()
             self._tombstones.clear()
             self._epoch += 1
 
+    def _index_owners(self, key: str, old: bytes | None, new: bytes | None) -> None:
+        """(``cache_lock`` held) Move ``key`` in the owner index from ``old``'s owners to ``new``'s."""
+        before = _owner_uids(old)
+        after = _owner_uids(new)
+        if before == after:
+            return
+        for uid in before - after:
+            keys = self._owned.get(uid)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._owned[uid]
+        for uid in after - before:
+            self._owned.setdefault(uid, set()).add(key)
+
+    def owned_keys(self, uid: str) -> set:
+        """The keys of the cached objects whose ownerReferences name ``uid`` (a snapshot)."""
+        with self.cache_lock:
+            return set(self._owned.get(uid, ()))
+
     def _cache_put(self, key: str, value: bytes, mod: int) -> None:
-        if key not in self._objects:
+        entry = self._objects.get(key)
+        if entry is None:
             bisect.insort(self._keys, key)
+        self._index_owners(key, entry[0] if entry else None, value)
         self._objects[key] = (value, mod)
         self._revision = max(self._revision, mod)
 
     def _cache_delete(self, key: str, revision: int) -> None:
         self._decoded.pop(key, None)
-        if self._objects.pop(key, None) is not None:
+        entry = self._objects.pop(key, None)
+        if entry is not None:
+            self._index_owners(key, entry[0], None)
             index = bisect.bisect_left(self._keys, key)
             if index < len(self._keys) and self._keys[index] == key:
                 del self._keys[index]
@@ -422,9 +464,13 @@ class Store:
             pending = [t for t, r in self._inflight.items() if r is None]
             waited = bool(pending)
             deadline = time.monotonic() + ORDER_WAIT
-            while pending and time.monotonic() < deadline:
-                self._order.wait(deadline - time.monotonic())
-                pending = [t for t in pending if t in self._inflight and self._inflight[t] is None]
+            self._settling += 1
+            try:
+                while pending and time.monotonic() < deadline:
+                    self._order.wait(deadline - time.monotonic())
+                    pending = [t for t in pending if t in self._inflight and self._inflight[t] is None]
+            finally:
+                self._settling -= 1
             return waited
 
     def _own_echo(self, line: bytes, epoch: int) -> bool:
@@ -562,10 +608,10 @@ class Store:
                 return False
             with self.cache_lock:
                 self._inflight[ticket] = revision
-                self._ahead[ticket] = [t for t, r in self._inflight.items() if t != ticket and (r is None or r < revision)]
+                self._ahead[ticket] = {t for t, r in self._inflight.items() if t != ticket and (r is None or r < revision)}
                 if epoch == self._epoch:
                     self._mine(revision)  # before the watch can bring the echo
-                self._order.notify_all()
+                self._order_changed(ticket)
             _with_rv(obj, revision)
             self._commit(key, stored, revision, event_type, rtype, obj, ticket, epoch)
             return True
@@ -574,7 +620,16 @@ class Store:
                 if ticket in self._inflight:  # failed, or raised before committing
                     del self._inflight[ticket]
                     self._ahead.pop(ticket, None)
-                    self._order.notify_all()
+                    self._order_changed(ticket)
+
+    def _order_changed(self, ticket: int) -> None:
+        """(``cache_lock`` held) ``ticket`` got its answer or left: wake only the writers waiting behind it
+        (a notify_all on every change woke every waiting writer for each of the others' steps)."""
+        for waiter, condition in self._order_waiters.items():
+            if ticket in self._ahead.get(waiter, ()):
+                condition.notify()
+        if self._settling:
+            self._order.notify_all()
 
     def _older_in_flight(self, ticket: int, revision: int) -> list:
         """(``cache_lock`` held) The writes that may still commit a revision below ``revision``."""
@@ -591,16 +646,20 @@ class Store:
         copied = _with_rv(json.loads(stored), revision) if stored is not None else clone(obj)
         event = (revision, event_type, rtype, copied)
         with self.cache_lock:
-            deadline = None
-            while self._older_in_flight(ticket, revision):
-                now_ = time.monotonic()
-                deadline = deadline or now_ + ORDER_WAIT
-                if now_ >= deadline:
-                    break  # an etcd call that never ended: commit rather than hang (order may break here)
-                self._order.wait(deadline - now_)
+            if self._older_in_flight(ticket, revision):
+                condition = self._order_waiters[ticket] = threading.Condition(self.cache_lock)
+                deadline = time.monotonic() + ORDER_WAIT
+                try:
+                    while self._older_in_flight(ticket, revision):
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            break  # an etcd call that never ended: commit rather than hang (order may break here)
+                        condition.wait(left)
+                finally:
+                    del self._order_waiters[ticket]
             del self._inflight[ticket]
             self._ahead.pop(ticket, None)
-            self._order.notify_all()
+            self._order_changed(ticket)
             if epoch == self._epoch:  # else a resync reloaded the cache (with this write or before it)
                 entry = self._objects.get(key)
                 if revision > max(entry[1] if entry else 0, self._tombstones.get(key, 0)):  # (not a newer external write)

@@ -304,6 +304,29 @@ def test_watch_brings_another_clients_writes(store, etcd):
         watching.close()
 
 
+def test_owner_index_follows_writes_deletes_and_reloads(store, etcd):
+    """The garbage collector's owner index: keys by owner UID, moved by updates, dropped by deletes,
+    rebuilt by a fresh load."""
+    cms, _ns = types()
+
+    def owned(obj, *uids):
+        obj["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "p-" + uid, "uid": uid,
+                                               "controller": True} for uid in uids]
+        return obj
+
+    key = cms.key("cache-o", "dep")
+    store.create(cms, owned(configmap("dep", "cache-o"), "u-1", "u-2"))
+    store.create(cms, configmap("other", "cache-o", note='"uid":"u-1"'))  # the UID elsewhere: not an owner
+    assert store.owned_keys("u-1") == {key} and store.owned_keys("u-2") == {key}
+    body = store.get(cms, "cache-o", "dep")
+    store.update(cms, owned(body, "u-3"))
+    assert store.owned_keys("u-1") == set() and store.owned_keys("u-3") == {key}
+    assert Store(etcd.client_url, watch=False).owned_keys("u-3") == {key}  # a fresh load indexes what etcd holds
+    store.delete(cms, "cache-o", "dep")
+    assert store.owned_keys("u-3") == set() and not store._owned.get("u-3")  # pylint: disable=protected-access
+    store.delete(cms, "cache-o", "other")
+
+
 def test_concurrent_writers_commit_in_revision_order(store, etcd):
     """Writes of different keys are in flight at once (Store's stripes); the cache and the event log
     still take them in etcd's revision order, a waiter following the log misses none, the cache ends

@@ -145,6 +145,7 @@ options:
   progress_every:
     description:
       - Add a progress line (claims done / total, failures so far) every this many lifecycles (0 = only at the end).
+        Lifecycles that finish together may take the count past a multiple; the line then gives the exact count.
       - Each line is also appended, with its time, to C(<evidence_dir>/dra-acceptance-<run_id>.progress) (0600) as it
         comes; when the module runs on the controller (a C(local) connection), the action plugin prints every new line
         while the task runs.

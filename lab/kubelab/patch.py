@@ -443,17 +443,13 @@ class _MergeKeys:
         return value
 
 
-_DEFAULT_KEYS: list = []  # the compiled DEFAULT_MERGE_KEYS, made once: its lookup cache then serves every call
+_DEFAULT_KEYS = _MergeKeys(None)  # the compiled DEFAULT_MERGE_KEYS, made once: its lookup cache serves every call
 
 
 def _merge_keys(table) -> _MergeKeys:
     if isinstance(table, _MergeKeys):
         return table
-    if table is None:
-        if not _DEFAULT_KEYS:
-            _DEFAULT_KEYS.append(_MergeKeys(None))
-        return _DEFAULT_KEYS[0]
-    return _MergeKeys(table)
+    return _DEFAULT_KEYS if table is None else _MergeKeys(table)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -618,9 +618,13 @@ class Store:
         finally:
             with self.cache_lock:
                 if ticket in self._inflight:  # failed, or raised before committing
-                    del self._inflight[ticket]
-                    self._ahead.pop(ticket, None)
-                    self._order_changed(ticket)
+                    self._retire(ticket)
+
+    def _retire(self, ticket: int) -> None:
+        """(``cache_lock`` held) ``ticket`` is committed or failed: the writes behind it may go on."""
+        del self._inflight[ticket]
+        self._ahead.pop(ticket, None)
+        self._order_changed(ticket)
 
     def _order_changed(self, ticket: int) -> None:
         """(``cache_lock`` held) ``ticket`` got its answer or left: wake only the writers waiting behind it
@@ -657,9 +661,7 @@ class Store:
                         condition.wait(left)
                 finally:
                     del self._order_waiters[ticket]
-            del self._inflight[ticket]
-            self._ahead.pop(ticket, None)
-            self._order_changed(ticket)
+            self._retire(ticket)
             if epoch == self._epoch:  # else a resync reloaded the cache (with this write or before it)
                 entry = self._objects.get(key)
                 if revision > max(entry[1] if entry else 0, self._tombstones.get(key, 0)):  # (not a newer external write)

@@ -527,6 +527,71 @@ class Api:
         self.delete(self.pod_type, namespace, name, options)
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
+    def bind(self, namespace: str, name: str, body, dry_run: bool = False) -> dict:
+        """POST pods/{name}/binding, as kube-apiserver's BindingREST: ``spec.nodeName``, the binding's
+        annotations and the PodScheduled condition in one write (the scheduler's bind), with the binding's
+        ``metadata.uid``/``resourceVersion`` as preconditions. A pod already assigned, being deleted or gated
+        is a 409 Conflict on pods/binding; the write goes around the field manager (no managedFields entry)."""
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request was in an unknown format - expected a Binding")
+        bmeta = body.get("metadata") or {}
+        if bmeta.get("name") not in (None, name):
+            raise bad_request("name in URL does not match name in Binding object")
+        target = body.get("target") or {}
+        causes = []
+        if not target.get("name"):
+            causes.append({"reason": "FieldValueRequired", "message": "Required value", "field": "target.name"})
+        if target.get("kind") not in (None, "", "Node"):
+            causes.append({"reason": "FieldValueInvalid", "field": "target.kind",
+                           "message": "Invalid value: %r: must be empty or 'Node'" % target.get("kind")})
+        if causes:
+            raise ApiError(422, "Invalid", "Binding.core \"%s\" is invalid: %s" % (
+                name, ", ".join("%s: %s" % (c["field"], c["message"]) for c in causes)),
+                {"name": name, "kind": "Binding", "causes": causes})
+        for attempt in range(10):
+            pod = self.store.get(self.pod_type, namespace, name)
+            pmeta = pod["metadata"]
+            if bmeta.get("uid") and bmeta["uid"] != pmeta.get("uid"):
+                raise ApiError(409, "Conflict", "Operation cannot be fulfilled on pods \"%s\": Precondition failed: UID in "
+                               "precondition: %s, UID in object meta: %s" % (name, bmeta["uid"], pmeta.get("uid")),
+                               {"name": name, "kind": "pods"})
+            refused = None
+            if pmeta.get("deletionTimestamp"):
+                refused = "pod %s is being deleted, cannot be assigned to a host" % name
+            elif (pod.get("spec") or {}).get("nodeName"):
+                refused = "pod %s is already assigned to node \"%s\"" % (name, pod["spec"]["nodeName"])
+            elif (pod.get("spec") or {}).get("schedulingGates"):
+                refused = "pod %s has non-empty .spec.schedulingGates" % name
+            if refused:
+                raise ApiError(409, "Conflict", "Operation cannot be fulfilled on pods/binding \"%s\": %s" % (name, refused),
+                               {"name": name, "group": "", "kind": "pods/binding"})
+            pod.setdefault("spec", {})["nodeName"] = target["name"]
+            if bmeta.get("annotations"):
+                pmeta["annotations"] = dict(pmeta.get("annotations") or {}, **bmeta["annotations"])
+            pod_status = pod.setdefault("status", {})
+            conditions = [dict(c) for c in pod_status.get("conditions") or [] if isinstance(c, dict)]
+            scheduled = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+            if scheduled is None:
+                conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                                   "lastTransitionTime": now()})
+            elif scheduled.get("status") != "True" or scheduled.get("reason") or scheduled.get("message"):
+                if scheduled.get("status") != "True":
+                    scheduled["lastTransitionTime"] = now()
+                scheduled["status"] = "True"
+                scheduled.pop("reason", None)
+                scheduled.pop("message", None)
+            pod_status["conditions"] = conditions
+            try:  # GuaranteedUpdate: a write in between is read again, unless the binding named the version
+                # (the binding goes around the pod strategy: no generation bump for nodeName)
+                self.store.update(self.pod_type, pod, bmeta.get("resourceVersion") or pmeta.get("resourceVersion"),
+                                  dry_run=dry_run, bump_generation=False)
+            except ApiError as exc:
+                if exc.code != 409 or bmeta.get("resourceVersion") or attempt == 9:
+                    raise
+                continue
+            break
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
     def _charge_budget(self, namespace: str, name: str, pod: dict) -> None:
         """Check the pod's PodDisruptionBudget and record the disruption; 429/500 when refused."""
         labels = pod["metadata"].get("labels") or {}

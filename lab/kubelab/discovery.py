@@ -56,6 +56,9 @@ def resource_list(registry: Registry, group: str, version: str) -> dict | None:
             if sub == "eviction":
                 resources.append({"name": "pods/eviction", "singularName": "", "namespaced": True, "group": "policy",
                                   "version": "v1", "kind": "Eviction", "verbs": ["create"]})
+            elif sub == "binding":
+                resources.append({"name": "pods/binding", "singularName": "", "namespaced": True, "kind": "Binding",
+                                  "verbs": ["create"]})
             elif sub == "scale":
                 resources.append({"name": "%s/scale" % rtype.plural, "singularName": "", "namespaced": rtype.namespaced,
                                   "group": "autoscaling", "version": "v1", "kind": "Scale",
@@ -108,6 +111,9 @@ def _aggregated_resources(registry: Registry, group: str, version: str) -> list[
         for sub in rtype.subresources:
             if sub == "eviction":
                 subs.append({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+                             "verbs": ["create"]})
+            elif sub == "binding":
+                subs.append({"subresource": "binding", "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
                              "verbs": ["create"]})
             elif sub == "scale":
                 subs.append({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},

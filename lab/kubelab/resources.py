@@ -60,7 +60,7 @@ def _r(group, version, kind, plural, namespaced, short=(), sub=(), storage="", c
 BUILTINS = [
     _r("", "v1", "Namespace", "namespaces", False, ["ns"], ["status", "finalize"]),
     _r("", "v1", "Node", "nodes", False, ["no"], ["status"], storage="minions"),
-    _r("", "v1", "Pod", "pods", True, ["po"], ["status", "eviction", "ephemeralcontainers"], categories=["all"]),
+    _r("", "v1", "Pod", "pods", True, ["po"], ["status", "binding", "eviction", "ephemeralcontainers"], categories=["all"]),
     _r("", "v1", "ConfigMap", "configmaps", True, ["cm"]),
     _r("", "v1", "Secret", "secrets", True),
     _r("", "v1", "Event", "events", True, ["ev"]),

@@ -383,6 +383,10 @@ class _Handler(BaseHTTPRequestHandler):
                 raise method_not_allowed()
             data = validation.decode_body(content_type, body) if body else {}
             return self._send_json(201, api.evict(namespace, name, data))
+        if sub == "binding" and rtype.kind == "Pod":
+            if method != "POST":
+                raise method_not_allowed()
+            return self._send_json(201, api.bind(namespace, name, validation.decode_body(content_type, body), dry_run))
         if sub == "scale":
             return self._scale(rtype, namespace, name, body, content_type)
         if method in ("GET", "HEAD"):

@@ -210,6 +210,19 @@ def _stored(obj: dict) -> bytes:
         meta["resourceVersion"] = rv
 
 
+def _same_object(obj: dict, current: dict) -> bool:
+    """``obj`` (a write, perhaps with a resourceVersion) equals ``current`` (decoded from storage, without one):
+    the same test as comparing their stored forms, without encoding ``current`` again on every real change."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "resourceVersion" not in meta:
+        return obj == current
+    rv = meta.pop("resourceVersion")
+    try:
+        return obj == current
+    finally:
+        meta["resourceVersion"] = rv
+
+
 def _spec_part(obj: dict) -> dict:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
 
@@ -738,7 +751,7 @@ class Store:
             obj["apiVersion"] = rtype.api_version
             obj["kind"] = rtype.kind
             stored = _stored(obj)
-            if stored == value or stored == _stored(current):  # (a value another etcd client wrote unsorted)
+            if stored == value or _same_object(obj, current):  # (a value another etcd client wrote unsorted)
                 return _with_rv(current, mod)
             if dry_run:
                 return _with_rv(obj, mod)

@@ -255,14 +255,10 @@ class SchedulerController(Controller):
             early = clone(status(pod))
             early["extendedResourceClaimStatus"] = extended_status
             pod = write_status(self.api, self.pods, pod, early, MANAGER)
-        body = clone(pod)
-        body.setdefault("spec", {})["nodeName"] = name
-        bound, _code = self.api.update(self.pods, meta(pod)["namespace"], meta(pod)["name"], body, field_manager=MANAGER)
-        new_status = clone(status(bound))
-        new_status["conditions"] = set_condition(new_status.get("conditions"), "PodScheduled", "True")
-        if extended_status:
-            new_status["extendedResourceClaimStatus"] = extended_status
-        write_status(self.api, self.pods, bound, new_status, MANAGER)
+        # POST pods/{name}/binding: nodeName and the PodScheduled condition in one write, as kube-scheduler binds
+        self.api.bind(meta(pod)["namespace"], meta(pod)["name"], {
+            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta(pod)["name"], "uid": meta(pod)["uid"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": name}})
 
 
 class ClaimsNotReady(Exception):

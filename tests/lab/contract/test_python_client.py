@@ -227,3 +227,35 @@ def test_objects_live_in_etcd_under_registry(lab, api_client):
     assert stored["data"] == {"k": "v"} and stored["metadata"]["uid"] == created.metadata.uid
     assert str(meta["mod_revision"]) == created.metadata.resource_version
     assert etcd.get("/registry/minions/worker-1"), "nodes are kept under /registry/minions as in kube-apiserver"
+
+
+def test_binding_subresource(api_client):
+    """POST pods/{name}/binding (what kube-scheduler sends): nodeName, the binding's annotations and the
+    PodScheduled condition in one write; a second binding, a wrong UID or a bad target is refused."""
+    core = client.CoreV1Api(api_client)
+    pod = client.V1Pod(metadata=client.V1ObjectMeta(name="bind-me"), spec=client.V1PodSpec(
+        scheduler_name="my-scheduler", containers=[client.V1Container(name="c", image="busybox:1.36")]))
+    created = core.create_namespaced_pod("default", pod)
+    assert not created.spec.node_name
+    binding = {"apiVersion": "v1", "kind": "Binding",
+               "metadata": {"name": "bind-me", "uid": created.metadata.uid, "annotations": {"bound-by": "test"}},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "worker-2"}}
+    with pytest.raises(ApiException) as exc:
+        core.create_namespaced_pod_binding("bind-me", "default", dict(binding, metadata={"name": "bind-me", "uid": "x"}),
+                                           _preload_content=False)
+    assert exc.value.status == 409 and "UID in precondition" in exc.value.body
+    with pytest.raises(ApiException) as exc:
+        core.create_namespaced_pod_binding("bind-me", "default", dict(binding, target={"kind": "Pod", "name": "n"}),
+                                           _preload_content=False)
+    assert exc.value.status == 422 and "target.kind" in exc.value.body
+    core.create_namespaced_pod_binding("bind-me", "default", binding, _preload_content=False)
+    bound = core.read_namespaced_pod("bind-me", "default")
+    assert bound.spec.node_name == "worker-2" and bound.metadata.annotations == {"bound-by": "test"}
+    scheduled = [c for c in bound.status.conditions or [] if c.type == "PodScheduled"]
+    assert [(c.status, bool(c.last_transition_time)) for c in scheduled] == [("True", True)]
+    assert int(bound.metadata.resource_version) > int(created.metadata.resource_version)
+    with pytest.raises(ApiException) as exc:
+        core.create_namespaced_pod_binding("bind-me", "default", dict(binding, target={"name": "worker-1"}),
+                                           _preload_content=False)
+    assert exc.value.status == 409 and "already assigned to node" in exc.value.body
+    core.delete_namespaced_pod("bind-me", "default", grace_period_seconds=0)

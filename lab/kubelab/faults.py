@@ -14,7 +14,9 @@ and the request-shaped kinds take ``count`` (how many requests it hits):
 ``eviction``                evictions (POST pods/<name>/eviction): ``delay`` seconds (slow) and/or
                             ``code`` 429 | 500 (failing)
 ``reboot``                  ``node`` (required): NotReady for ``seconds`` (default 5), then Ready with
-                            a new bootID; ``comes_back: false`` = it never returns
+                            a new bootID; ``comes_back: false`` = it never returns; a device-plugin
+                            node's allocatable ``nvidia.com/gpu`` is 0 while down and for the kubelet's
+                            ``device_plugin_register_seconds`` (1) after it is back
 ``dra_plugin_restart``      ``node`` (absent = every node): its ResourceSlices are withdrawn for
                             ``seconds`` (default 2), then republished by the DRA part; prepared
                             claims stay
@@ -33,7 +35,9 @@ and the request-shaped kinds take ``count`` (how many requests it hits):
                             (``Unhealthy``, default, or ``Unknown``: the driver went silent past the
                             kubelet's 30 s health timeout): ``lab.device_health``; the kubelet reports it
                             in the pods' ``allocatedResourcesStatus``, the driver in the claims'
-                            ``status.devices`` (condition Ready); ``Healthy`` again when it ends
+                            ``status.devices`` (condition Ready), a device-plugin node's allocatable
+                            ``nvidia.com/gpu`` leaves its GPUs out (capacity stays); ``Healthy`` again
+                            when it ends
 ``operator_never_ready``    the GPU Operator's CRs stay notReady (OperandNotReady)
 ==========================  =====================================================================
 
@@ -48,6 +52,7 @@ injected is recorded per claim in ``lab.claim_truth`` (kubelab.controllers.dra, 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 import re
@@ -58,6 +63,7 @@ from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import meta, set_condition, spec, status, write_status
 from kubelab.errors import ApiError
+from kubelab.gpunodes import GPUS_ANNOTATION
 
 KINDS = {
     # kind: {param: type}; "after", "seconds" are common to all
@@ -444,12 +450,21 @@ DRA_DRIVER = "gpu.nvidia.com"
 
 
 def _node_devices(api, registry, node: str) -> list:
-    """The devices the node's ResourceSlices of the lab's DRA driver publish."""
+    """The devices the node's ResourceSlices of the lab's DRA driver publish; for a node without any (the
+    device plugin's, or its DRA plugin restarting) its GPUs ``gpu-<index>`` (``kubelab.gpufleet.io/gpus``)."""
     slices = registry.get("resource.k8s.io", "v1", "resourceslices")
-    if slices is None:
+    devices = [] if slices is None else [
+        d for s in api.list(slices, None, shared=True)["items"] if spec(s).get("driver") == DRA_DRIVER
+        and spec(s).get("nodeName") == node for d in spec(s).get("devices") or []]
+    nodes = registry.get("", "v1", "nodes")
+    if devices or nodes is None:
+        return devices
+    item = api.store.get_or_none(nodes, None, node, shared=True) or {}
+    try:
+        gpus = json.loads((meta(item).get("annotations") or {}).get(GPUS_ANNOTATION) or "[]")
+        return [{"name": "gpu-%d" % int(g.get("index", i))} for i, g in enumerate(gpus)]
+    except (ValueError, TypeError, AttributeError):
         return []
-    return [d for s in api.list(slices, None, shared=True)["items"] if spec(s).get("driver") == DRA_DRIVER
-            and spec(s).get("nodeName") == node for d in spec(s).get("devices") or []]
 
 
 class FaultController(Controller):

@@ -28,7 +28,8 @@ import yaml
 from kubelab.clone import clone
 
 # Kubelet and controller latencies (seconds) read by the simulated components (controllers/kubelet.py).
-KNOBS = ("pod_start_seconds", "pod_ready_seconds", "pod_stop_seconds", "job_pod_seconds", "operator_ready_seconds")
+KNOBS = ("pod_start_seconds", "pod_ready_seconds", "pod_stop_seconds", "job_pod_seconds", "operator_ready_seconds",
+         "device_plugin_register_seconds")
 TOP_LEVEL = ("name", "description", "namespaces", "nodes", "objects", "faults", "kubelet_version",
              "helm_releases") + KNOBS
 NODE_FIELDS = ("name", "labels", "annotations", "taints", "capacity", "allocatable", "nodeInfo",

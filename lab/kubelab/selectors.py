@@ -491,6 +491,11 @@ _FIELDS = {
     "Node": {
         "spec.unschedulable": lambda o: _bool(_get(o, "spec", "unschedulable")),
     },
+    # pkg/registry/resource/resourceslice/strategy.go: ResourceSliceToSelectableFields
+    "ResourceSlice": {
+        "spec.nodeName": lambda o: _text(_get(o, "spec", "nodeName")),
+        "spec.driver": lambda o: _text(_get(o, "spec", "driver")),
+    },
     "Event": {
         "involvedObject.kind": lambda o: _text(_get(o, "involvedObject", "kind")),
         "involvedObject.namespace": lambda o: _text(_get(o, "involvedObject", "namespace")),

@@ -11,6 +11,12 @@ Nodes:
   Heartbeats are not simulated: condition timestamps move only on a transition.
 * a ``reboot`` fault (kubelab.faults) takes the node down for its ``seconds`` (message "node is
   rebooting"); when it comes back its ``status.nodeInfo.bootID`` is new.
+* device-plugin GPU nodes (``kubelab.gpufleet.io/gpu-backend`` device-plugin or both, with capacity
+  ``nvidia.com/gpu``): allocatable ``nvidia.com/gpu`` is the GPUs the plugin reports healthy, capacity
+  less the node's GPUs (``gpu-<index>``, or a MIG device of it) not Healthy in ``lab.device_health``
+  (the ``device_unhealthy`` fault); it is 0 while a ``reboot`` keeps the node down and for
+  ``device_plugin_register_seconds`` (1.0) after it comes back (until the device plugin registers
+  with the new kubelet again), as a real kubelet's extended resources are. Capacity stays.
 
 Pods bound to a node (``spec.nodeName``), each phase after a configurable latency (scenario keys,
 in seconds):
@@ -39,6 +45,8 @@ in seconds):
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import time
 import uuid
 
@@ -46,11 +54,33 @@ from kubelab.clone import clone
 from kubelab.controllers import Controller
 from kubelab.controllers.common import (condition, controller_ref, meta, node_ready, set_condition, spec, status,
                                         terminating, write_status)
-from kubelab.controllers.dra import inject, mark, stamp
+from kubelab.controllers.dra import DRIVER, backend, inject, mark, stamp
+from kubelab.gpunodes import DEVICE_PLUGIN_BACKENDS, GPU_RESOURCE, GPUS_ANNOTATION
 from kubelab.store import now
 
 MANAGER = "kubelet"
 POD_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled")
+_GPU_DEVICE = re.compile(r"gpu-(\d+)(?:-mig-.+)?$")  # a GPU's device name (kubelab.controllers.dra), or one of its MIG devices
+
+
+def unhealthy_gpus(health_items) -> dict:
+    """{node: {GPU index, ...}} of the GPUs with a device not Healthy, from ``lab.device_health`` items
+    ``((driver, pool, device), health)`` (the pool is the node)."""
+    out: dict = {}
+    for (driver, pool, device), health in health_items:
+        match = _GPU_DEVICE.match(str(device)) if health != "Healthy" and driver == DRIVER else None
+        if match:
+            out.setdefault(pool, set()).add(int(match.group(1)))
+    return out
+
+
+def gpu_indices(node: dict) -> set:
+    """The indices of the GPUs of the node's ``kubelab.gpufleet.io/gpus`` annotation (what the device plugin serves)."""
+    try:
+        gpus = json.loads((meta(node).get("annotations") or {}).get(GPUS_ANNOTATION) or "[]")
+        return {int(g.get("index", i)) for i, g in enumerate(gpus)}
+    except (ValueError, TypeError, AttributeError):
+        return set()
 
 
 def image_id(image: str) -> str:
@@ -102,6 +132,9 @@ class KubeletController(Controller):
         self.steady: dict = {}
         self._health_token = None
         self.boots: dict = {}  # node -> reboots whose new bootID is written
+        self.registering: dict = {}  # node -> monotonic time its device plugin has registered again after a reboot
+        self._unhealthy: dict = {}  # node -> indices of its GPUs not Healthy (from lab.device_health)
+        self._unhealthy_for = None  # the health token _unhealthy was computed from
         self._cidrs: set = set()
         self.prepare_woken: set = set()  # pod uids whose prepare delay has a wake-up timer
 
@@ -152,11 +185,13 @@ class KubeletController(Controller):
         nodes = {}
         listed = self.api.list(self.nodes, None, shared=True)["items"]
         self._cidrs = {spec(n).get("podCIDR") for n in listed}
+        health = getattr(self.lab, "device_health", None)
+        self._health_token = tuple(sorted(dict(health).items())) if health else None
+        if self._health_token != self._unhealthy_for:
+            self._unhealthy, self._unhealthy_for = unhealthy_gpus(self._health_token or ()), self._health_token
         for node in listed:
             node = self._node(node, meta(node)["name"] not in down)
             nodes[meta(node)["name"]] = node
-        health = getattr(self.lab, "device_health", None)
-        self._health_token = tuple(sorted(dict(health).items())) if health else None
         pods = self.api.list(self.pods, None, shared=True)["items"]
         # a worker per pod, as the kubelet's pod workers; a pod whose write conflicted (None) is looked at soon again
         waiting = any(result is None or result for result in self.each(pods, lambda pod: self._pod(pod, nodes, pods)))
@@ -189,6 +224,10 @@ class KubeletController(Controller):
                 info = new_status.setdefault("nodeInfo", {})
                 info["bootID"] = str(uuid.uuid5(uuid.NAMESPACE_URL, "kubelab/%s/boot/%d" % (name, boots)))
                 self.boots[name] = boots
+                register = self._knob("device_plugin_register_seconds", 1.0)
+                if register > 0:
+                    self.registering[name] = time.monotonic() + register
+                    engine.wake_at(self.registering[name])
         else:
             conditions = set_condition(new_status.get("conditions"), "Ready", "False", "KubeletNotReady",
                                        "kubelab fault: node is rebooting" if rebooting else
@@ -198,7 +237,36 @@ class KubeletController(Controller):
                     "lastTransitionTime"):
                 cond["lastHeartbeatTime"] = cond["lastTransitionTime"]
         new_status["conditions"] = conditions
+        gpus = self._gpu_allocatable(node, ready, rebooting)
+        if gpus is not None:
+            new_status.setdefault("allocatable", {})[GPU_RESOURCE] = gpus
         return write_status(self.api, self.nodes, node, new_status, MANAGER)
+
+    def _gpu_allocatable(self, node: dict, ready: bool, rebooting: bool) -> str | None:
+        """Allocatable ``nvidia.com/gpu`` of a device-plugin node: its healthy GPUs; "0" while a reboot keeps it
+        down and until its device plugin has registered again; None: not a device-plugin node (or a down
+        kubelet that cannot report), left as it is."""
+        capacity = (status(node).get("capacity") or {}).get(GPU_RESOURCE)
+        if capacity is None or backend(node) not in DEVICE_PLUGIN_BACKENDS:
+            return None
+        name = meta(node)["name"]
+        if rebooting:
+            return "0"
+        if not ready:
+            return None
+        due = self.registering.get(name)
+        if due is not None:
+            if time.monotonic() < due:
+                return "0"
+            del self.registering[name]
+        try:
+            total = int(capacity)
+        except (TypeError, ValueError):
+            return None
+        bad = self._unhealthy.get(name)
+        if bad:
+            total -= len(bad & gpu_indices(node))
+        return str(max(0, total))
 
     # -- pods -----------------------------------------------------------------------------------
 

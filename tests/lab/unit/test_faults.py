@@ -56,6 +56,20 @@ def node(lab, name):
     return lab.server.api.get(rtype(lab, "", "v1", "nodes"), None, name)
 
 
+def gpus(item, part="allocatable"):
+    return item["status"][part]["nvidia.com/gpu"]
+
+
+def ready(item):
+    return {c["type"]: c["status"] for c in item["status"]["conditions"]}["Ready"]
+
+
+def node_when(lab, name, state):
+    """The node when its Ready condition is ``state``, else None (a wait_for check)."""
+    item = node(lab, name)
+    return item if ready(item) == state else None
+
+
 @pytest.mark.parametrize("fault, message", [
     ({"nope": {}}, "unknown fault kind 'nope'"),
     ({"reboot": {"seconds": 3}}, "reboot.node: is required"),
@@ -211,14 +225,43 @@ def test_dra_plugin_restart_withdraws_slices(lab):
 
 def test_node_that_never_comes_back(lab):
     http(lab, "/kubelab/faults", "POST", {"reboot": {"node": "gpu-2", "comes_back": False, "seconds": 0.5}})
-
-    def ready():
-        return {c["type"]: c["status"] for c in node(lab, "gpu-2")["status"]["conditions"]}["Ready"]
-    wait_for(lambda: ready() == "False", 10, "gpu-2 NotReady")
+    wait_for(lambda: ready(node(lab, "gpu-2")) == "False", 10, "gpu-2 NotReady")
     time.sleep(1.5)
-    assert ready() == "False"
+    assert ready(node(lab, "gpu-2")) == "False" and gpus(node(lab, "gpu-2")) == "0"  # the device plugin never registers
     http(lab, "/kubelab/faults", "DELETE")
-    wait_for(lambda: ready() == "True", 10, "gpu-2 back after the fault is cleared")
+    wait_for(lambda: ready(node(lab, "gpu-2")) == "True", 10, "gpu-2 back after the fault is cleared")
+    wait_for(lambda: gpus(node(lab, "gpu-2")) == "1", 10, "gpu-2 allocatable back")
+
+
+def test_device_unhealthy_lowers_device_plugin_allocatable(lab):
+    # gpu-1: both backends, 8 GPUs; one unhealthy GPU leaves allocatable 7, capacity 8
+    assert gpus(node(lab, "gpu-1"), "capacity") == gpus(node(lab, "gpu-1")) == "8"
+    http(lab, "/kubelab/faults", "POST", {"device_unhealthy": {"node": "gpu-1", "device": "gpu-3"}})
+    wait_for(lambda: gpus(node(lab, "gpu-1")) == "7", 10, "gpu-1 allocatable 7")
+    assert gpus(node(lab, "gpu-1"), "capacity") == "8"
+    # gpu-2: device plugin only (no ResourceSlices); without ``device`` all its GPUs (one) are unhealthy
+    http(lab, "/kubelab/faults", "POST", {"device_unhealthy": {"node": "gpu-2", "health": "Unknown"}})
+    wait_for(lambda: gpus(node(lab, "gpu-2")) == "0", 10, "gpu-2 allocatable 0")
+    assert gpus(node(lab, "gpu-2"), "capacity") == "1" and gpus(node(lab, "gpu-1")) == "7"
+    http(lab, "/kubelab/faults", "DELETE")
+    wait_for(lambda: gpus(node(lab, "gpu-1")) == "8" and gpus(node(lab, "gpu-2")) == "1", 10, "allocatable back")
+
+
+def test_reboot_zeroes_device_plugin_allocatable_until_the_plugin_registers(lab):
+    scenario = lab.server.scenario
+    scenario["device_plugin_register_seconds"] = 3.0  # a window the poll below cannot miss
+    try:
+        before = node(lab, "gpu-1")["status"]["nodeInfo"]["bootID"]
+        http(lab, "/kubelab/faults", "POST", {"reboot": {"node": "gpu-1", "seconds": 1.5}})
+        down = wait_for(lambda: node_when(lab, "gpu-1", "False"), 10, "gpu-1 NotReady")
+        assert gpus(down) == "0" and gpus(down, "capacity") == "8"
+        back = wait_for(lambda: node_when(lab, "gpu-1", "True"), 15, "gpu-1 Ready")
+        assert back["status"]["nodeInfo"]["bootID"] != before
+        assert gpus(back) == "0"  # Ready, the device plugin not registered again yet
+        wait_for(lambda: gpus(node(lab, "gpu-1")) == "8", 10, "gpu-1 allocatable back")
+        assert ready(node(lab, "gpu-1")) == "True"
+    finally:
+        scenario.pop("device_plugin_register_seconds", None)
 
 
 def test_scenario_faults_start_with_the_lab(tmp_path):

@@ -228,6 +228,19 @@ def node_snapshot(node, slices):
             "allocatable_gpu": _quantity(allocatable), "slice_devices": devices}
 
 
+def read_snapshot(reader, node):
+    """:func:`node_snapshot` of ``node`` (an object just read) with its ResourceSlices read through ``reader``
+    (none on a cluster without the DRA API; a 403 stays an error)."""
+    try:
+        slices = reader.list("/apis/resource.k8s.io/v1/resourceslices",
+                             field_selector="spec.nodeName=%s" % _meta(node).get("name"))
+    except K8sApiError as exc:
+        if exc.status != 404 or exc.forbidden:
+            raise
+        slices = []
+    return node_snapshot(node, slices)
+
+
 def health_gaps(expected, now, new_boot=False):
     """What keeps device health from being restored (empty: restored): NotReady, fewer allocatable GPUs than
     recorded, recorded ResourceSlice devices missing; with ``new_boot`` (the maintenance reboots) also the

@@ -164,6 +164,12 @@ would_evict:
   returned: check mode, state=drained
   type: list
   elements: dict
+snapshot:
+  description:
+    - The node before the drain, as M(gpufleet.dra_gate.node_rollout) O(state=recorded) returns it - ready,
+      unschedulable, boot_id, allocatable_gpu, slice_devices - for O(state=restored) to compare with.
+  returned: state=drained
+  type: dict
 claims_waited:
   description: ResourceClaims allocated on the node that were waited for until released.
   returned: state=drained
@@ -240,6 +246,12 @@ def main():
         finish(failed=True, msg="node %s: %s" % (plan["node"], exc), changed=False)
     was = bool((node.get("spec") or {}).get("unschedulable"))
     out.update(was_cordoned=was, cordoned=was)
+    if state == "drained":
+        try:  # the node's device health before anything changes (node_rollout state=restored compares with it)
+            out["snapshot"] = dr.read_snapshot(reader, node)
+        except K8sApiError as exc:
+            finish(failed=True, msg="node %s: reading its ResourceSlices: %s; nothing was changed" % (plan["node"], exc),
+                   changed=False)
     want_cordoned = state != "uncordoned"
     diff = {"before": {"unschedulable": was}, "after": {"unschedulable": want_cordoned}}
 

@@ -168,14 +168,7 @@ MODULE_ARG_SPEC = dict(
 
 
 def snapshot(reader, node):
-    obj = reader.get("/api/v1/nodes/%s" % node)
-    try:
-        slices = reader.list("/apis/resource.k8s.io/v1/resourceslices", field_selector="spec.nodeName=%s" % node)
-    except K8sApiError as exc:
-        if exc.status != 404 or exc.forbidden:
-            raise
-        slices = []
-    return dr.node_snapshot(obj, slices)
+    return dr.read_snapshot(reader, reader.get("/api/v1/nodes/%s" % node))
 
 
 def rate(failed, attempts):

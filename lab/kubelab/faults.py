@@ -503,19 +503,20 @@ class FaultController(Controller):
     def _device_health(self, engine) -> None:
         """``lab.device_health`` {(driver, pool, device): health} from the active device_unhealthy faults; a
         device that was not healthy and no longer is faulted is Healthy again (so the status shows it)."""
-        table = getattr(self.lab, "device_health", None)
-        if table is None:
-            table = self.lab.device_health = {}
+        table = getattr(self.lab, "device_health", None) or {}
         wanted = {}
         for fault in engine.active_faults("device_unhealthy"):
             node, device = fault.params["node"], fault.params.get("device")
-            names = [device] if device else [d["name"] for d in _node_devices(self.api, self.registry, node)]
-            for name in names:
+            # every device the fault has covered stays covered until it ends: a pass that lists the node's
+            # slices in a gap (a slice republished) must not report the device Healthy for a moment
+            with engine.lock:
+                names = fault.once("devices", node, set)
+            names.update([device] if device else [d["name"] for d in _node_devices(self.api, self.registry, node)])
+            for name in sorted(names):
                 wanted[(DRA_DRIVER, node, name)] = fault.params.get("health", "Unhealthy")
         new = {key: wanted.get(key, "Healthy") for key in set(table) | set(wanted)}
-        if new != table:
-            table.clear()
-            table.update(new)
+        if new != table or getattr(self.lab, "device_health", None) is None:
+            self.lab.device_health = new  # one new table, never changed in place: a reader sees all of it or none
             self.lab.store.wake()  # the kubelet and the driver write the new health now
 
     def _health(self, node: dict, unhealthy: bool) -> None:

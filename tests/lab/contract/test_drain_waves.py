@@ -82,7 +82,38 @@ def lab(tmp_path_factory):
 def no_faults(lab):
     lab.server.fault_engine.remove()
     yield
+    reset(lab)
+
+
+def reset(lab):
+    """After each test, also a failed one: no faults, none of the tests' objects, every node uncordoned and
+    without the ``pool`` label a test sets; the next test starts from the scenario as it was."""
     lab.server.fault_engine.remove()
+
+    def gone(call, *args, **kwargs):
+        try:
+            call(*args, **kwargs)
+        except client.exceptions.ApiException as exc:
+            assert exc.status == 404, exc
+    for item in lab.apps.list_namespaced_deployment(NS).items:
+        gone(lab.apps.delete_namespaced_deployment, item.metadata.name, NS)
+    for item in lab.apps.list_namespaced_stateful_set(NS).items:
+        gone(lab.apps.delete_namespaced_stateful_set, item.metadata.name, NS)
+    for item in lab.apps.list_namespaced_daemon_set(NS).items:
+        gone(lab.apps.delete_namespaced_daemon_set, item.metadata.name, NS)
+    for item in lab.policy.list_namespaced_pod_disruption_budget(NS).items:
+        gone(lab.policy.delete_namespaced_pod_disruption_budget, item.metadata.name, NS)
+    for item in lab.custom.list_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates")["items"]:
+        gone(lab.custom.delete_namespaced_custom_object, "resource.k8s.io", "v1", NS, "resourceclaimtemplates",
+             item["metadata"]["name"])
+    for item in lab.core.list_namespaced_pod(NS).items:
+        if not item.metadata.owner_references:
+            gone(lab.core.delete_namespaced_pod, item.metadata.name, NS, grace_period_seconds=0)
+    for name in NODES:
+        current = node(lab, name)
+        if current.spec.unschedulable or "pool" in (current.metadata.labels or {}):
+            lab.core.patch_node(name, {"spec": {"unschedulable": None}, "metadata": {"labels": {"pool": None}}})
+    wait_for(lambda: not lab.core.list_namespaced_pod(NS).items, 90, "every pod of the namespace gone")
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -314,7 +345,10 @@ def test_waves_with_pdb_retries_api_bursts_reboots_and_a_dra_node(lab, tmp_path)
     evicted = sum(len(n["evictions"]) for n in nodes.values())
     assert results["failed_reschedules"] == [] and results["failed_reschedule_rate"]["numerator"] == 0
     assert results["failed_reschedule_rate"]["denominator"] == evicted >= 9
-    assert all(n["steps"]["maintenance_seconds"] >= 0 and n["steps"]["restore_seconds"] >= 0.5 for n in nodes.values())
+    # the reboot (1 s) begins in the maintenance and the restore waits it out: together never shorter
+    assert all(n["steps"]["maintenance_seconds"] >= 0 and n["steps"]["restore_seconds"] >= 0 for n in nodes.values())
+    assert all(n["steps"]["maintenance_seconds"] + n["steps"]["restore_seconds"] >= 1.0 for n in nodes.values()), \
+        [(n["node"], n["steps"]) for n in nodes.values()]
     assert all(n["after"]["boot_id"] != n["before"]["boot_id"] for n in nodes.values())
     assert nodes["gpu-1"]["before"]["allocatable_gpu"] == 8 and nodes["gpu-1"]["after"]["allocatable_gpu"] == 8
     assert not any(node(lab, n).spec.unschedulable for n in NODES)

@@ -345,10 +345,9 @@ def test_waves_with_pdb_retries_api_bursts_reboots_and_a_dra_node(lab, tmp_path)
     evicted = sum(len(n["evictions"]) for n in nodes.values())
     assert results["failed_reschedules"] == [] and results["failed_reschedule_rate"]["numerator"] == 0
     assert results["failed_reschedule_rate"]["denominator"] == evicted >= 9
-    # the reboot (1 s) begins in the maintenance and the restore waits it out: together never shorter
     assert all(n["steps"]["maintenance_seconds"] >= 0 and n["steps"]["restore_seconds"] >= 0 for n in nodes.values())
-    assert all(n["steps"]["maintenance_seconds"] + n["steps"]["restore_seconds"] >= 1.0 for n in nodes.values()), \
-        [(n["node"], n["steps"]) for n in nodes.values()]
+    # the restore waited the reboot out: a new bootID exists only once the node is back (how long the wait
+    # itself took depends on the machine's load: the reboot may be over before the restore task starts)
     assert all(n["after"]["boot_id"] != n["before"]["boot_id"] for n in nodes.values())
     assert nodes["gpu-1"]["before"]["allocatable_gpu"] == 8 and nodes["gpu-1"]["after"]["allocatable_gpu"] == 8
     assert not any(node(lab, n).spec.unschedulable for n in NODES)

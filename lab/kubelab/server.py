@@ -77,7 +77,7 @@ class LabServer:
             kind = getattr(rtype, "kind", None)
             if kind in ("ResourceClaim", "Pod") and isinstance(obj, dict):
                 try:
-                    dra_truth(self, event_type, kind, obj)
+                    dra_truth(self, event_type, kind, obj, self.store.event_ns())
                 except (KeyError, TypeError, AttributeError) as exc:
                     self.controller_errors.append("claim truth: %r" % exc)
 

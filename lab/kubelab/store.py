@@ -276,6 +276,7 @@ class Store:
         self._subscribers: list = []
         self.events: deque = deque(maxlen=EVENT_LOG_SIZE)  # (revision, type, rtype, obj)
         self.listeners: list = []  # callables(event_type, rtype, obj), called after each write
+        self._local = threading.local()  # event_ns of the write this thread committed last
         self._objects: dict[str, tuple[bytes, int]] = {}
         # Decoded objects handed out by ``list(shared=True)``: key -> (mod revision, object). An entry is
         # good while the key's cached revision equals its own; writes need not touch it.
@@ -662,6 +663,7 @@ class Store:
         # an event's object, so it is also the shared decoded object of this revision (Store.list(shared)).
         copied = _with_rv(json.loads(stored), revision) if stored is not None else clone(obj)
         event = (revision, event_type, rtype, copied)
+        self._local.event_ns = None
         with self.cache_lock:
             if self._older_in_flight(ticket, revision):
                 condition = self._order_waiters[ticket] = threading.Condition(self.cache_lock)
@@ -683,10 +685,16 @@ class Store:
                     else:
                         self._cache_put(key, stored, revision)
                         self._decoded[key] = (revision, copied)
+                self._local.event_ns = time.time_ns()  # the moment a watcher can see it (event_ns())
                 self.events.append(event)
                 self._notify(rtype.kind)
         for listener in list(self.listeners):
             listener(event_type, rtype, obj)
+
+    def event_ns(self) -> int | None:
+        """For a listener: ``time.time_ns()`` when the event it is called for entered the event log (a watch
+        may deliver it before the listener runs); None outside a listener call."""
+        return getattr(self._local, "event_ns", None)
 
     def create(self, rtype, obj: dict, dry_run: bool = False) -> dict:
         meta = obj.setdefault("metadata", {})

@@ -127,10 +127,10 @@ def truth(lab, key: tuple) -> dict:
     return entry
 
 
-def stamp(lab, key: tuple, what: str, once: bool = True) -> None:
+def stamp(lab, key: tuple, what: str, once: bool = True, at_ns: int | None = None) -> None:
     entry = truth(lab, key)
     if not once or entry.get(what) is None:
-        entry[what] = rfc3339_ns()
+        entry[what] = rfc3339_ns(at_ns)
 
 
 def inject(lab, key: tuple, what: str, value) -> None:
@@ -143,9 +143,10 @@ def truth_list(lab) -> list:
     return sorted(clone(entries), key=lambda e: (e["namespace"] or "", e["claim"] or "", e["pod"] or ""))
 
 
-def record_truth(lab, event_type: str, kind: str, obj: dict) -> None:
-    """Called for every store event (the moment the lab wrote the state): claim created / allocated /
-    deallocated / deleted, and running / ready of the pods holding claims."""
+def record_truth(lab, event_type: str, kind: str, obj: dict, at_ns: int | None = None) -> None:
+    """Called for every store event: claim created / allocated / deallocated / deleted, and running / ready
+    of the pods holding claims, stamped ``at_ns`` (``Store.event_ns``: when the event entered the event log,
+    so before any watch delivered it; now when not given)."""
     if kind == "Pod":
         ns, uid = meta(obj).get("namespace"), meta(obj).get("uid")
         if event_type == "ADDED":
@@ -156,11 +157,11 @@ def record_truth(lab, event_type: str, kind: str, obj: dict) -> None:
             stamps = getattr(lab, "pod_created_at", None)
             if stamps is None:
                 stamps = lab.pod_created_at = {}
-            stamps[uid] = rfc3339_ns()  # the claims' truth takes it once a claim names the pod
+            stamps[uid] = rfc3339_ns(at_ns)  # the claims' truth takes it once a claim names the pod
         keys = (getattr(lab, "claim_truth_pods", None) or {}).get(uid) or ()
         if event_type == "DELETED":
             for key in keys:
-                stamp(lab, key, "pod_deleted")
+                stamp(lab, key, "pod_deleted", at_ns=at_ns)
             (getattr(lab, "pod_created", None) or {}).pop(uid, None)
             (getattr(lab, "pod_created_at", None) or {}).pop(uid, None)
             return
@@ -170,16 +171,16 @@ def record_truth(lab, event_type: str, kind: str, obj: dict) -> None:
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status(obj).get("conditions") or [])
         for key in keys:
             if running:
-                stamp(lab, key, "running")
+                stamp(lab, key, "running", at_ns=at_ns)
             if ready:
-                stamp(lab, key, "ready")
+                stamp(lab, key, "ready", at_ns=at_ns)
         return
     if kind != "ResourceClaim":
         return
     key = (meta(obj).get("namespace"), meta(obj).get("name"))
     entry = truth(lab, key)
     if event_type == "ADDED":
-        stamp(lab, key, "created")
+        stamp(lab, key, "created", at_ns=at_ns)
         created = getattr(lab, "claim_created", None)
         if created is None:
             created = lab.claim_created = {}
@@ -188,7 +189,7 @@ def record_truth(lab, event_type: str, kind: str, obj: dict) -> None:
         entry["kind"] = ("extended" if annotations.get(EXTENDED_ANNOTATION) == "true"
                          else "template" if annotations.get(POD_CLAIM_ANNOTATION) else "claim")
     if event_type == "DELETED":
-        stamp(lab, key, "deleted")
+        stamp(lab, key, "deleted", at_ns=at_ns)
         return
     owner = next((r for r in meta(obj).get("ownerReferences") or [] if r.get("kind") == "Pod"), None)
     reserved = next((r for r in status(obj).get("reservedFor") or [] if r.get("resource") == "pods"), None)
@@ -203,11 +204,11 @@ def record_truth(lab, event_type: str, kind: str, obj: dict) -> None:
     results = ((status(obj).get("allocation") or {}).get("devices") or {}).get("results") or []
     if status(obj).get("allocation"):
         if entry["allocated"] is None:
-            stamp(lab, key, "allocated")
+            stamp(lab, key, "allocated", at_ns=at_ns)
             entry["devices"] = [{"driver": r.get("driver"), "pool": r.get("pool"), "device": r.get("device")}
                                 for r in results]
     elif entry["allocated"] is not None:
-        stamp(lab, key, "deallocated")
+        stamp(lab, key, "deallocated", at_ns=at_ns)
 
 
 def semver(text: str) -> str:

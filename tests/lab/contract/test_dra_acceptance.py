@@ -312,7 +312,8 @@ def test_device_health_is_reflected_in_the_status_and_recorded(lab, tmp_path):
         expected = "Unhealthy" if rec["node"] in ("gpu-1", "gpu-2") else "Unknown"
         for source in ("pod", "claim"):
             changes = [o["health"] for o in seen if o["source"] == source and o["device"] == resource]
-            assert changes == [expected, "Healthy"], (claim, source, seen)
+            assert changes == [expected, "Healthy"], "%s %s on %s: %s; the record: %s" % (
+                claim, source, rec["node"], json.dumps(seen), json.dumps(rec))
         claim_status = [o["status"] for o in seen if o["source"] == "claim"][0]
         (ready,) = claim_status["conditions"]
         assert ready["type"] == "Ready" and ready["status"] == {"Unhealthy": "False", "Unknown": "Unknown"}[expected]

@@ -693,7 +693,8 @@ class Store:
 
     def event_ns(self) -> int | None:
         """For a listener: ``time.time_ns()`` when the event it is called for entered the event log (a watch
-        may deliver it before the listener runs); None outside a listener call."""
+        may deliver it before the listener runs); None when that write added no event (a resync). Outside a
+        listener call it is the value of this thread's last commit: call it from listeners only."""
         return getattr(self._local, "event_ns", None)
 
     def create(self, rtype, obj: dict, dry_run: bool = False) -> dict:

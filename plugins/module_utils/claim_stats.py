@@ -35,7 +35,7 @@ import re
 from decimal import Decimal, ROUND_CEILING, ROUND_FLOOR
 from fractions import Fraction
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files, rates
 
 QUANTILE_METHOD = "nearest-rank"
 DEFAULT_QUANTILES = (0.5, 0.95, 0.99)
@@ -279,26 +279,20 @@ def quantiles(samples, qs=DEFAULT_QUANTILES):
 
 
 def ratio(numerator, denominator, rounding=ROUND_FLOOR):
-    """``{numerator, denominator, percent}``; ``percent`` is 100 * numerator / denominator to 2
-    decimals, rounded with ``rounding`` from the exact fraction (down for a success rate, so it never
-    overstates: 19,999 of 20,000 is 99.99, not 100.00; up for a defect rate, so it never
-    understates), null when the denominator is 0."""
-    percent = None
-    if denominator:
-        percent = float(_quantize_fraction(Fraction(100 * numerator, denominator), rounding))
-    return {"numerator": numerator, "denominator": denominator, "percent": percent}
-
-
-def _quantize_fraction(exact, rounding):
-    """``exact`` (a Fraction, a percent) to 2 decimals: hundredths by integer arithmetic, rounded
-    down (``ROUND_FLOOR``) or up (``ROUND_CEILING``) when a remainder is left (no Decimal context)."""
-    if rounding not in (ROUND_FLOOR, ROUND_CEILING):
+    """``{numerator, denominator, percent}`` by the one rounding rule of every rate (:mod:`rates`,
+    docs/evidence.md "Rates"): ``percent`` is 100 x numerator / denominator to :data:`rates.PLACES`
+    decimals from the exact fraction, rounded down (``ROUND_FLOOR``, a success rate, so it never
+    overstates: 19,999 of 20,000 is 99.99, not 100.00) or up (``ROUND_CEILING``, a defect rate, so it
+    never understates), null when the denominator is 0."""
+    if rounding not in _DIRECTIONS:
         raise ClaimStatsError("rounding", "expected ROUND_FLOOR or ROUND_CEILING, got %r" % (rounding,))
-    scaled = exact * 100
-    whole = scaled.numerator // scaled.denominator
-    if scaled.denominator != 1 and rounding == ROUND_CEILING:
-        whole += 1
-    return Decimal(whole).scaleb(-2)
+    try:
+        return rates.rate(numerator, denominator, _DIRECTIONS[rounding])
+    except rates.RateError as exc:
+        raise ClaimStatsError("ratio", str(exc))
+
+
+_DIRECTIONS = {ROUND_FLOOR: rates.DOWN, ROUND_CEILING: rates.UP}
 
 
 def _seconds(start, end):
@@ -349,7 +343,7 @@ def summarize(records):
 
     - ``attempted``: records given; ``successful``: records with no ``error_class`` and with
       ``created_at``, ``allocated_at`` and ``ready_at``; ``success_rate`` = successful of attempted
-      (:func:`ratio`, percent rounded down).
+      (:func:`rates.success_rate`: percent rounded down, docs/evidence.md "Rates").
     - ``allocation_latency_seconds`` (allocated_at - created_at) and ``start_latency_seconds``
       (ready_at - created_at): :func:`quantiles` over the successful claims, exact differences
       given as float seconds.
@@ -357,7 +351,7 @@ def summarize(records):
       class), sorted by class; its counts add up to attempted - successful.
     - ``cleanup_defects``: denominator = completed lifecycles (``delete_requested_at`` set);
       numerator = those with ``leaked`` true or no ``deleted_at``; ``claims`` their names,
-      ``details`` [{claim, namespace, reasons}], ``percent`` rounded up.
+      ``details`` [{claim, namespace, reasons}] (:func:`rates.failure_rate`: ``percent`` rounded up).
     - ``numa``: over the claims with ``numa_constraint`` and at least one device, ``checked``,
       ``violations`` (claims with a finding), ``details`` (per request: claim, request, reason
       ``split`` or ``unknown``, devices, numa_nodes); ``not_checked``: constrained claims that got
@@ -394,13 +388,13 @@ def summarize(records):
             if found:
                 numa_violating += 1
                 numa_details.extend(found)
-    cleanup = ratio(len(defects), completed, rounding=ROUND_CEILING)
+    cleanup = rates.failure_rate(len(defects), completed)
     cleanup["claims"] = [item["claim"] for item in defects]
     cleanup["details"] = defects
     return {
         "attempted": len(normalised),
         "successful": successful,
-        "success_rate": ratio(successful, len(normalised)),
+        "success_rate": rates.success_rate(successful, len(normalised)),
         "allocation_latency_seconds": quantiles(allocation),
         "start_latency_seconds": quantiles(start),
         "errors": dict(sorted(errors.items())),

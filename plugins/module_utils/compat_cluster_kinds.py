@@ -2,8 +2,8 @@
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Rule kinds on the target release and the cluster as a whole: lifecycle, components, managed DRA
-floor, ClusterPolicy/GPUCluster exclusion, passthrough, distribution status, operator upgrade hops
-and ``no_data``. Pure logic, no I/O; each kind validates, compiles and checks its rows in one class
+floor, ClusterPolicy/GPUCluster exclusion, passthrough (and its accepted-alpha warning), distribution
+status, operator upgrade hops and ``no_data``. Pure logic, no I/O; each kind validates, compiles and checks its rows in one class
 (:mod:`compat_rule_kind`).
 """
 
@@ -241,6 +241,43 @@ class Passthrough(RuleKind):
         elif node.iommu is not True:
             out.append(_t(row["id"] + ".iommu" + NOT_ASSESSED, ev.unassessed(row), None, "iommu.enabled=true",
                           "not assessed: iommu.enabled unknown", _source_text(row)))
+
+
+class PassthroughAccepted(RuleKind):
+    """``passthrough_accepted``: VFIO passthrough requested *and* accepted as alpha still gives a
+    finding (the row's severity, ``warn`` in 26.7.0): an accepted alpha stays visible and is never a
+    standard production path (the same shape as ``dra_feature.alpha_accepted`` in dra_features).
+
+    Without ``target.passthrough`` or without ``target.accept_alpha_passthrough`` it says nothing
+    (the ``passthrough`` row blocks a missing acceptance). With a release whose ``dra.passthrough``
+    row is missing or ``no_data`` it says nothing either (that row's finding already reports it); a
+    release that has a ``passthrough`` row but no row of this kind reports the gap (``MISSING_ROW``).
+    """
+
+    name = "passthrough_accepted"
+    value_keys = ("stage", "feature_gate", "default_enabled", "standard_production_path")
+
+    def validate(self, row, values, where):
+        _str(values, "stage", where)
+        _str(values, "feature_gate", where)
+        _bool(values, "default_enabled", where)
+        _bool(values, "standard_production_path", where)
+
+    def check(self, ev, rows):
+        if not (ev.target["passthrough"] and ev.target["accept_alpha_passthrough"]) or ev.passthrough_row is None:
+            return
+        row = first(rows)
+        if row is None:
+            ev.missing_row("dra.passthrough.alpha_accepted", "accepted alpha VFIO passthrough")
+            return
+        values = row["values"]
+        default = "enabled" if values["default_enabled"] else "disabled"
+        path = "a standard production path" if values["standard_production_path"] else "not a standard production path"
+        message = ("VFIO passthrough is %s (feature gate %s, %s by default), accepted through "
+                   "target.accept_alpha_passthrough; still reported, never silently accepted: it is %s"
+                   % (values["stage"], values["feature_gate"], default, path))
+        ev.add(row["id"], row["severity"], CLUSTER, "%s, accepted (accept_alpha_passthrough true)" % values["stage"],
+               "stable, or not requested", message, _source_text(row))
 
 
 class DistributionStatus(RuleKind):

@@ -21,8 +21,8 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_rule_kind
 _ORDER = (
     cluster.NoData(), cluster.Lifecycle(), node.VersionRange(), node.KubeletSkew(), node.ContainerdCri(),
     node.DriverBranch(), node.DriverPointRelease(), cluster.Components(), cluster.ExclusiveResources(),
-    cluster.DraFloor(), cluster.Passthrough(), cluster.DistributionStatus(), state.ApiServed(),
-    state.SingleBackend(), state.DraPoolBackend(), state.ExtendedResourceBridge(), state.CrState(),
+    cluster.DraFloor(), cluster.Passthrough(), cluster.PassthroughAccepted(), cluster.DistributionStatus(),
+    state.ApiServed(), state.SingleBackend(), state.DraPoolBackend(), state.ExtendedResourceBridge(), state.CrState(),
     state.StuckClaims(), cluster.UpgradeHops(),
 )
 

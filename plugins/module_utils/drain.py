@@ -347,6 +347,10 @@ class Drain(object):
         self.node_path = "/api/v1/nodes/%s" % plan["node"]
         self.cordoned_by_us = False
         self.evictions = []
+        #: The drain's record, also when :meth:`run` ends in an exception: ``timings`` holds every step's
+        #: seconds (``cordon_seconds`` set by the caller), null for a step that did not run.
+        self.record = {"evictions": self.evictions, "claims_waited": [],
+                       "timings": {"cordon_seconds": None, "evict_seconds": None, "claims_seconds": None}}
 
     # node ------------------------------------------------------------------------------------------
     def node(self):
@@ -370,11 +374,35 @@ class Drain(object):
     # the run -----------------------------------------------------------------------------------------
     def run(self, evict, skipped):
         """Evict ``evict`` (from :func:`classify`), wait until they are gone by UID and the node's claims are
-        released. Returns the record; raises DrainFailed (with the record) at the deadline."""
+        released. Returns the record; raises DrainFailed (with the record) at the deadline.
+
+        The record's ``timings`` always say how long each step was tried, whether the drain succeeded or not
+        (a failure included, so the deadline is provable from the record): ``evict_seconds`` from the first
+        eviction request until every evicted pod was gone or the drain gave up, ``claims_seconds`` for the
+        claims wait (null when it did not run). ``timeout`` covers both: a drain that failed at its deadline
+        has ``evict_seconds`` (+ ``claims_seconds``) >= ``timeout``. :attr:`record` holds the same record when
+        something else (an API error) ends the run."""
         plan = self.plan
+        record = self.record
+        timings = record["timings"]
+        timings.setdefault("evict_seconds", None)
+        timings.setdefault("claims_seconds", None)
         started = self.clock()
         deadline = started + plan["timeout"]
-        record = {"evictions": self.evictions, "claims_waited": [], "timings": {}}
+        try:
+            self._evict_all(evict, started, deadline)
+        finally:
+            timings["evict_seconds"] = round(self.clock() - started, 6)
+        if plan["wait_for_claims"]:
+            claims_started = self.clock()
+            try:
+                self._wait_claims(skipped, deadline)
+            finally:
+                timings["claims_seconds"] = round(self.clock() - claims_started, 6)
+        return record
+
+    def _evict_all(self, evict, started, deadline):
+        plan, record = self.plan, self.record
         states = []
         for ref in evict:
             entry = dict(ref, method=None, pdb_retries=0, api_retries=0, requested_at=None, evicted_at=None,
@@ -398,31 +426,29 @@ class Drain(object):
                 raise DrainFailed("node %s: %s" % (plan["node"], "; ".join(
                     "pod %s/%s: %s" % (s["entry"]["namespace"], s["entry"]["name"], s["why"]) for s in failed)), record)
             if not left:
-                break
+                return
             if self.clock() >= deadline:
                 raise DrainFailed("node %s: %d pod(s) still present after %.0f s: %s" % (
                     plan["node"], len(left), plan["timeout"], "; ".join(self._still(s) for s in left)), record)
             self.sleep(max(min(plan["poll_interval"], deadline - self.clock()), 0.0))
-        record["timings"]["evict_seconds"] = round(self.clock() - started, 6)
-        if plan["wait_for_claims"]:
-            ignore = set(s.get("uid") for s in skipped)
-            claims_started = self.clock()
-            while True:
-                held = claims_reserved_on(self.claims(), plan["node"], ignore)
-                if not held:
-                    break
-                for claim in held:
-                    if not any(c["name"] == claim["name"] and c["namespace"] == claim["namespace"]
-                               for c in record["claims_waited"]):
-                        record["claims_waited"].append(claim)
-                if self.clock() >= deadline:
-                    raise DrainFailed("node %s is not drained: %d ResourceClaim(s) allocated on it are still reserved "
-                                      "after %.0f s: %s" % (plan["node"], len(held), plan["timeout"], "; ".join(
-                                          "%s/%s (reserved for %s)" % (c["namespace"], c["name"], ", ".join(c["reserved_for"]))
-                                          for c in held)), record)
-                self.sleep(max(min(plan["poll_interval"], deadline - self.clock()), 0.0))
-            record["timings"]["claims_seconds"] = round(self.clock() - claims_started, 6)
-        return record
+
+    def _wait_claims(self, skipped, deadline):
+        plan, record = self.plan, self.record
+        ignore = set(s.get("uid") for s in skipped)
+        while True:
+            held = claims_reserved_on(self.claims(), plan["node"], ignore)
+            if not held:
+                return
+            for claim in held:
+                if not any(c["name"] == claim["name"] and c["namespace"] == claim["namespace"]
+                           for c in record["claims_waited"]):
+                    record["claims_waited"].append(claim)
+            if self.clock() >= deadline:
+                raise DrainFailed("node %s is not drained: %d ResourceClaim(s) allocated on it are still reserved "
+                                  "after %.0f s: %s" % (plan["node"], len(held), plan["timeout"], "; ".join(
+                                      "%s/%s (reserved for %s)" % (c["namespace"], c["name"], ", ".join(c["reserved_for"]))
+                                      for c in held)), record)
+            self.sleep(max(min(plan["poll_interval"], deadline - self.clock()), 0.0))
 
     def _still(self, state):
         entry = state["entry"]

@@ -298,6 +298,29 @@ def _allocatable_findings(hop, subject):
     return findings
 
 
+CHART_USE_STEPS = ("crd_prepare", "helm_upgrade")
+
+
+def _chart_at_use_findings(hop, subject, check_mode):
+    """A hop that applied must name, for each step that read the chart, the digest of the bytes it read,
+    verified against the pinned one at that moment: a hop that passed otherwise is not verified."""
+    if check_mode or hop.get("ok") is not True:
+        return []
+    pinned = str(_dict(hop.get("chart")).get("sha256") or "").lower()
+    used = _dict(hop.get("chart_at_use"))
+    wrong = []
+    for step in CHART_USE_STEPS:
+        seen = _dict(used.get(step))
+        digest = str(seen.get("sha256") or "").lower()
+        if seen.get("verified") is not True or not digest or digest != pinned:
+            wrong.append("%s read %s (verified %s)" % (step, digest or "an unrecorded chart", seen.get("verified")))
+    if not wrong:
+        return []
+    return [_finding("upgrade.chart_unverified_at_use", "block", subject, "; ".join(wrong), "sha256 %s at every use"
+                     % (pinned or "pinned"), "%s: what was applied is not shown to be the pinned chart: %s"
+                     % (subject, "; ".join(wrong)), UPGRADE_SOURCE)]
+
+
 def _hop_findings(hop, check_mode):
     subject = _hop_name(hop)
     findings = []
@@ -313,6 +336,7 @@ def _hop_findings(hop, check_mode):
         findings.append(_finding("upgrade.verify", "block", subject, "; ".join(problems), "no verify problem",
                                  "%s: the operator does not verify after the hop: %s" % (subject, "; ".join(problems)),
                                  UPGRADE_SOURCE))
+    findings.extend(_chart_at_use_findings(hop, subject, check_mode))
     suite = hop.get("control_suite")
     # a hop that failed before its control suite ran is already blocked as failed
     if (suite is not None or hop.get("ok") is True) and _suite_not_passed(suite, check_mode):

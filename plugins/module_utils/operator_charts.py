@@ -39,8 +39,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import sys
+import tempfile
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.versions import release_key
 
@@ -325,6 +327,154 @@ def local_digest(path):
             raise ChartsError("%s: a chart archive must end in .tgz or .tar.gz" % path)
         return "archive", file_digest(path)
     raise ChartsError("%s: not a chart directory or archive" % path)
+
+
+# ---- the chart at its point of use --------------------------------------------------------------
+
+MAX_COPY_BYTES = 256 * 1024 * 1024
+
+
+def expected_digest(value, name="chart_sha256"):
+    """The 64 lower-case hex of ``value`` (``<64 hex>`` or ``sha256:<64 hex>``); ChartsError naming ``name``."""
+    match = _HEX_RE.match(value) if isinstance(value, str) else None
+    if not match:
+        raise ChartsError("%s: expected 64 hex characters (or sha256:<64 hex>), got %s %r"
+                          % (name, _type_name(value), value))
+    return match.group(1).lower()
+
+
+def _read_all(fd, budget, where):
+    blocks, size = [], 0
+    while True:
+        block = os.read(fd, CHUNK)
+        if not block:
+            return b"".join(blocks)
+        size += len(block)
+        if size > budget:
+            raise ChartsError("%s: larger than %d bytes; not a chart" % (where, MAX_COPY_BYTES))
+        blocks.append(block)
+
+
+def _write_new(path, data):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _copy_file(source, target, budget):
+    """Copy one regular file; returns ``(sha256 hex of exactly the bytes written, size)``."""
+    try:
+        fd = _open_regular(source)
+    except (IOError, OSError) as exc:
+        raise ChartsError("%s: cannot read: %s" % (source, exc.strerror or exc))
+    try:
+        data = _read_all(fd, budget, source)
+    finally:
+        os.close(fd)
+    _write_new(target, data)
+    return hashlib.sha256(data).hexdigest(), len(data)
+
+
+def verified_copy(source, sha256, dest):
+    """Copy the local chart ``source`` (directory or archive) into ``dest`` - an existing private
+    directory the caller owns and removes - hashing exactly the bytes it writes, and compare the
+    copy's digest (the archive's sha256 or the directory digest above) with ``sha256``.
+
+    Returns ``{"source", "path", "kind", "sha256", "verified": True}``: ``path`` is the copy, the only
+    thing a later step may read, so what is applied is what was hashed even if ``source`` changes
+    afterwards. Raises :class:`ChartsError` naming the source, the expected and the actual digest
+    when they differ (the copy is then incomplete or unverified: the caller removes ``dest``).
+    """
+    expected = expected_digest(sha256)
+    try:
+        mode = os.lstat(source).st_mode
+    except (IOError, OSError) as exc:
+        raise ChartsError("chart %s: cannot read: %s" % (source, exc.strerror or exc))
+    name = os.path.basename(os.path.normpath(source)) or "chart"
+    target = os.path.join(dest, name)
+    if stat.S_ISLNK(mode):
+        raise ChartsError("chart %s: is a symlink; give the path it points to" % source)
+    if stat.S_ISREG(mode):
+        if not source.endswith(ARCHIVE_SUFFIXES):
+            raise ChartsError("chart %s: a chart archive must end in .tgz or .tar.gz" % source)
+        kind = "archive"
+        actual, _size = _copy_file(source, target, MAX_COPY_BYTES)
+    elif stat.S_ISDIR(mode):
+        kind = "directory"
+        files = directory_files(source)
+        if not any(rel == b"Chart.yaml" for rel, _full in files):
+            raise ChartsError("chart %s: not a chart directory (no Chart.yaml file)" % source)
+        os.mkdir(target, 0o700)
+        outer = hashlib.sha256()
+        budget = MAX_COPY_BYTES
+        for rel, full in files:
+            parts = os.fsdecode(rel).split("/")
+            here = target
+            for part in parts[:-1]:
+                here = os.path.join(here, part)
+                if not os.path.isdir(here):
+                    os.mkdir(here, 0o700)
+            digest, size = _copy_file(full, os.path.join(here, parts[-1]), budget)
+            budget -= size
+            outer.update(digest.encode("ascii") + b"  " + rel + b"\n")
+        actual = outer.hexdigest()
+    else:
+        raise ChartsError("chart %s: not a chart directory or archive" % source)
+    if actual != expected:
+        error = ChartsError("chart %s (%s): sha256 mismatch at its point of use: expected %s, actual %s; nothing "
+                            "was applied from it" % (source, kind, expected, actual))
+        error.actual = actual
+        raise error
+    return {"source": source, "path": target, "kind": kind, "sha256": actual, "verified": True}
+
+
+def used_chart(used, error=None):
+    """The result field ``chart`` of a module that used a chart: ``{source, kind, sha256, verified}``
+    (the private copy's path is gone when the module returns), or, after a ChartsError, the source,
+    the expected and the actual digest with ``verified: false``."""
+    if error is not None:
+        return {"source": used.get("source"), "kind": None, "sha256": getattr(error, "actual", None),
+                "expected_sha256": used.get("sha256"), "verified": False}
+    return dict((k, used.get(k)) for k in ("source", "kind", "sha256", "verified"))
+
+
+class ChartAtUse:
+    """``with ChartAtUse(chart, sha256) as used:`` the verified private copy of a local chart for one
+    module run (``used["path"]`` is what the module reads; ``used`` is the result's ``chart`` field).
+    Without ``sha256`` the chart is used as given and reported ``verified: false``. The copy lives in a
+    new 0700 temporary directory, removed on exit."""
+
+    def __init__(self, chart, sha256=None):
+        self.chart = chart
+        self.sha256 = sha256
+        self.dir = None
+
+    def __enter__(self):
+        if not self.sha256:
+            return {"source": self.chart, "path": self.chart, "kind": None, "sha256": None, "verified": False}
+        if not isinstance(self.chart, str) or re.match(r"^[a-z][a-z0-9+.-]*://", self.chart):
+            raise ChartsError("chart_sha256: only a chart on the controller (a directory or .tgz) can be verified "
+                              "at its point of use, got %r; pull it and give its path" % (self.chart,))
+        self.dir = tempfile.mkdtemp(prefix="dra-gate-chart-")
+        try:
+            return verified_copy(self.chart, self.sha256, self.dir)
+        except (IOError, OSError) as exc:
+            self.__exit__(None, None, None)
+            raise ChartsError("chart %s: cannot copy it to verify it: %s" % (self.chart, exc))
+        except Exception:
+            self.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc_info):
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+        return False
 
 
 # ---- hops ---------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ __metaclass__ = type
 import copy
 import datetime
 import json
+import hashlib
 import os
 import re
 import tarfile
@@ -157,8 +158,10 @@ def chart_metadata(chart, chart_version=None):
 # -- values ---------------------------------------------------------------------------------------
 
 
-def load_values_file(path):
-    """A JSON or YAML file holding one map (such as the snapshot's ``values.user.json``)."""
+def load_values_file(path, sha256=None):
+    """A JSON or YAML file holding one map (such as the snapshot's ``values.user.json``). With
+    ``sha256`` (the artifact index's digest of the file), the bytes read are the bytes checked: a
+    different digest is a ValuesError naming the file, the expected and the actual digest."""
     import yaml  # controller-side only
 
     try:
@@ -166,6 +169,14 @@ def load_values_file(path):
             data = handle.read()
     except (IOError, OSError) as exc:
         raise helm_values.ValuesError("user_values_file: cannot read %s: %s" % (path, exc.strerror or exc))
+    if sha256:
+        expected = str(sha256).lower()
+        if expected.startswith("sha256:"):
+            expected = expected[len("sha256:"):]
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != expected:
+            raise helm_values.ValuesError("user_values_file: %s has sha256 %s, not the recorded %s (changed after it "
+                                          "was indexed); nothing was applied" % (path, actual, expected))
     try:
         values = yaml.safe_load(data.decode("utf-8"))
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
@@ -258,7 +269,23 @@ def plan_upgrade(backend, release, namespace, chart, merged):
     return plan
 
 
-def plan_rollback(backend, release, namespace, revision, chart=None, merged=None):
+def removed_deployment(backend, release, namespace, revision, deployment):
+    """The problem when revision ``revision``'s manifest (as Helm stores it) has no Deployment
+    ``deployment`` - rolling back to it would delete the operator the newer revision runs - else None."""
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import manifest_objects
+
+    objects = manifest_objects(backend.get_manifest(release, revision))
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") == "Deployment" and meta.get("name") == deployment and (meta.get("namespace") or namespace) == namespace:
+            return None
+    return ("rolling back helm release %s/%s to revision %d would remove Deployment %s/%s: that revision's manifest "
+            "(%d object(s)) has no such Deployment, so the GPU Operator would be gone; nothing was changed (reinstall "
+            "the recorded chart, or repair the release's revision %d first)"
+            % (namespace, release, revision, namespace, deployment, len(objects), revision))
+
+
+def plan_rollback(backend, release, namespace, revision, chart=None, merged=None, keep_deployment=None):
     """Decide a rollback to ``revision``: ``unchanged`` (the newest revision is deployed with the chart
     version and user values of ``revision``), ``rollback`` (``revision`` is in the history) or
     ``reinstall`` (pruned, or the release is gone: the recorded ``chart`` with the recorded values
@@ -275,6 +302,10 @@ def plan_rollback(backend, release, namespace, revision, chart=None, merged=None
         target_values = values if entry is newest else backend.get_values(release, revision)
         target_chart = chart_of(entry)
         op = "unchanged" if is_current(newest, values, target_chart, target_values) else "rollback"
+        problem = keep_deployment and op == "rollback" and removed_deployment(
+            backend, release, namespace, revision, keep_deployment)
+        if problem:
+            raise ReleaseError(problem, revision_before=plan["revision_before"], removes=keep_deployment)
     else:
         missing = [name for name, given in (("chart", chart), ("user_values or user_values_file", merged)) if not given]
         where = ("revisions %d-%d" % (history[0]["revision"], newest["revision"])) if history else "the release is gone"

@@ -104,7 +104,54 @@ def check_params(params):
         raise VerifyError("poll_interval: expected seconds between 0.05 and 600, got %r" % (interval,))
     check_expect(params.get("expect") or {})
     check_baseline(params.get("baseline"))
+    check_recorded(params.get("recorded_operator"))
+    deployment = params.get("operator_deployment", OPERATOR_DEPLOYMENT)
+    if deployment is not None and (not isinstance(deployment, str) or not deployment.strip()):
+        raise VerifyError("operator_deployment: expected the name of the operator's Deployment, got %r" % (deployment,))
     return names
+
+
+def check_recorded(recorded):
+    """``recorded_operator``: None, or ``{container: {"image": ref, "digests": [sha256:<64 hex>, ...]}}``
+    (:func:`recorded_operator_images` of the snapshot's images.json)."""
+    if recorded is None:
+        return
+    if not isinstance(recorded, dict) or not recorded:
+        raise VerifyError("recorded_operator: expected a non-empty mapping container -> {image, digests} (the "
+                          "operator Deployment's containers in the snapshot's images.json), got %r" % (recorded,))
+    for container, entry in recorded.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("image"), str) or not entry["image"].strip():
+            raise VerifyError("recorded_operator.%s: expected {image: <reference>, digests: [sha256:<64 hex>]}, got %r"
+                              % (container, entry))
+        digests = entry.get("digests") or []
+        if not isinstance(digests, list) or not all(isinstance(d, str) and _valid_digest(d) for d in digests):
+            raise VerifyError("recorded_operator.%s.digests: expected a list of sha256:<64 hex>, got %r"
+                              % (container, digests))
+
+
+def recorded_operator_images(images_doc, namespace, deployment=OPERATOR_DEPLOYMENT):
+    """``{container: {"image", "digests"}}`` of the operator Deployment in a helm_state ``images.json``
+    (its manifest's containers and the digests its pods ran when the snapshot was taken); VerifyError
+    when the recorded release has no such Deployment (a rollback to it would remove the operator)."""
+    if not isinstance(images_doc, dict) or not isinstance(images_doc.get("manifest_images"), list):
+        raise VerifyError("recorded images: expected helm_state's images.json (manifest_images, digests)")
+    digests = images_doc.get("digests") if isinstance(images_doc.get("digests"), dict) else {}
+    found = {}
+    for entry in images_doc["manifest_images"]:
+        if not isinstance(entry, dict) or entry.get("init"):
+            continue
+        if (entry.get("kind"), entry.get("name")) != ("Deployment", deployment):
+            continue
+        if (entry.get("namespace") or namespace) != namespace:
+            continue
+        image = entry.get("image")
+        found[entry.get("container") or ""] = {"image": image, "digests": sorted(
+            d for d in digests.get(image) or [] if isinstance(d, str) and _valid_digest(d))}
+    if not found:
+        raise VerifyError("the recorded release (revision %s) has no Deployment %s/%s in its manifest: rolling back to "
+                          "it would leave the cluster without the GPU Operator"
+                          % (images_doc.get("revision"), namespace, deployment))
+    return found
 
 
 def check_expect(expect):
@@ -431,6 +478,31 @@ def read_operator(reader, namespace, cache):
             "pods": reader.list("/api/v1/namespaces/%s/pods" % namespace)}
 
 
+def read_identity(reader, namespace, deployment):
+    """The operator's ServiceAccount (None: absent) and the RBAC bindings naming it, each with whether its
+    role exists: ``{"service_account": name, "found": obj|None, "bindings": [{kind, name, role, role_found}]}``."""
+    template = _spec(_spec(deployment).get("template"))
+    account = template.get("serviceAccountName") or template.get("serviceAccount") or "default"
+    found = _get_or_none(reader, "/api/v1/namespaces/%s/serviceaccounts/%s" % (namespace, account))
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    bindings = []
+    for kind, items in (("ClusterRoleBinding", reader.list(rbac + "/clusterrolebindings")),
+                        ("RoleBinding", reader.list(rbac + "/namespaces/%s/rolebindings" % namespace))):
+        for binding in items:
+            subjects = binding.get("subjects") or []
+            if not any(s.get("kind") == "ServiceAccount" and s.get("name") == account
+                       and (s.get("namespace") or (namespace if kind == "RoleBinding" else None)) == namespace
+                       for s in subjects if isinstance(s, dict)):
+                continue
+            ref = binding.get("roleRef") or {}
+            role_path = (rbac + "/clusterroles/%s" % ref.get("name") if ref.get("kind") == "ClusterRole"
+                         else rbac + "/namespaces/%s/roles/%s" % (namespace, ref.get("name")))
+            bindings.append({"kind": kind, "name": _meta(binding).get("name"),
+                             "role": "%s/%s" % (ref.get("kind"), ref.get("name")),
+                             "role_found": _get_or_none(reader, role_path) is not None})
+    return {"service_account": account, "found": found, "bindings": sorted(bindings, key=lambda b: (b["kind"], b["name"]))}
+
+
 def read_cluster(reader):
     """Nodes, GPUClusters (None: the kind is not served), and the DRA objects (None: not served)."""
     plurals = discover(reader)
@@ -442,6 +514,83 @@ def read_cluster(reader):
 
 
 # -- judgement ---------------------------------------------------------------------------------
+
+
+def controller_reason(deployment, namespace, name=OPERATOR_DEPLOYMENT):
+    """'' when the operator's own Deployment exists, has rolled out its current template and is
+    available; else why not (a GPU fleet whose operator is gone or not running reconciles nothing)."""
+    if deployment is None:
+        return ("operator: Deployment %s/%s not found (nothing runs the GPU Operator: the ClusterPolicy is not "
+                "reconciled)" % (namespace, name))
+    st = _status(deployment)
+    for condition in st.get("conditions") or []:
+        if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
+            return "operator: Deployment %s/%s cannot create its pods: %s (%s)" % (
+                namespace, name, condition.get("message") or "no message", condition.get("reason") or "no reason")
+    want = _spec(deployment).get("replicas", 1)
+    if want == 0:
+        return "operator: Deployment %s/%s is scaled to 0 replicas" % (namespace, name)
+    reason = rollout_reason(dict(deployment, kind="Deployment"))
+    if reason:
+        return "operator: Deployment %s/%s" % (namespace, reason)
+    available = [c for c in st.get("conditions") or [] if c.get("type") == "Available"]
+    if available and available[0].get("status") != "True":
+        return "operator: Deployment %s/%s is not Available (%s)" % (
+            namespace, name, available[0].get("message") or available[0].get("reason") or "no reason")
+    return ""
+
+
+def assess_controller(operator, identity, recorded, name):
+    """The operator itself: its Deployment (present, rolled out, available), the recorded images and
+    digests it must run, its ServiceAccount and a binding of it to an existing role. ``(summary, problems)``."""
+    namespace = operator["namespace"]
+    deployment = by_name(operator["deployments"]).get(name)
+    problems = []
+    reason = controller_reason(deployment, namespace, name)
+    if reason:
+        problems.append(reason)
+    summary = {"deployment": name, "found": deployment is not None, "available": deployment is not None and not reason,
+               "images": {}, "pods": [], "service_account": None, "bindings": []}
+    if deployment is None:
+        return summary, problems
+    template = _spec(_spec(deployment).get("template"))
+    images = dict((c.get("name") or "", c.get("image")) for c in _containers(template))
+    summary["images"] = images
+    pods = workload_pods(deployment, operator["pods"])
+    for pod in pods:
+        for status in _status(pod).get("containerStatuses") or []:
+            summary["pods"].append({"pod": _meta(pod).get("name"), "container": status.get("name"),
+                                    "image": status.get("image"), "digest": digest_of(status.get("imageID"))})
+    for container, entry in sorted((recorded or {}).items()):
+        if container not in images:
+            problems.append("operator: Deployment %s/%s has no container %s (recorded with %s)" % (
+                namespace, name, container, entry["image"]))
+            continue
+        if not image_matches(images[container], entry["image"]):
+            problems.append("operator: Deployment %s/%s container %s runs %s, recorded %s" % (
+                namespace, name, container, images[container], entry["image"]))
+        if entry.get("digests"):
+            ran = [p for p in summary["pods"] if p["container"] == container]
+            wrong = ["%s: %s" % (p["pod"], p["digest"] or "no digest") for p in ran if p["digest"] not in entry["digests"]]
+            if not ran:
+                problems.append("operator: no running pod of Deployment %s/%s to check the recorded digest of %s"
+                                % (namespace, name, container))
+            elif wrong:
+                problems.append("operator: Deployment %s/%s container %s does not run the recorded digest %s (%s)" % (
+                    namespace, name, container, ", ".join(entry["digests"]), "; ".join(wrong)))
+    if identity is not None:
+        account = identity["service_account"]
+        summary["service_account"] = {"name": account, "found": identity["found"] is not None}
+        summary["bindings"] = identity["bindings"]
+        if identity["found"] is None:
+            problems.append("operator: ServiceAccount %s/%s of Deployment %s not found (its pods cannot be created)"
+                            % (namespace, account, name))
+        bound = [b for b in identity["bindings"] if b["role_found"]]
+        if not bound:
+            dangling = ["%s %s -> %s (missing)" % (b["kind"], b["name"], b["role"]) for b in identity["bindings"]]
+            problems.append("operator: no RoleBinding or ClusterRoleBinding grants ServiceAccount %s/%s an existing role%s"
+                            % (namespace, account, (": " + ", ".join(dangling)) if dangling else ""))
+    return summary, problems
 
 
 def _operator_tag(operator):
@@ -466,6 +615,11 @@ def settle_reasons(operator, params):
     if policy is None:
         return [problem]
     reasons = []
+    name = params.get("operator_deployment", OPERATOR_DEPLOYMENT)
+    if name:
+        controller = controller_reason(by_name(operator["deployments"]).get(name), operator.get("namespace"), name)
+        if controller:
+            reasons.append(controller)
     state, message = policy_state(policy)
     if state != "ready":
         reasons.append("state %s (%s)" % (state or "unset", message or "no message"))
@@ -664,12 +818,18 @@ def new_dra_objects(current, base):
     return created
 
 
-def assess(operator, cluster, params, names, reasons, waited=None):
+def assess(operator, cluster, params, names, reasons, waited=None, identity=None):
     """The module's result (less timing and API counters) from the last reads."""
     expect = expectations(params)
     problems = []
     policy, _problem = select_policy(operator["policies"], params.get("cluster_policy"))
     name = _meta(policy).get("name") if policy is not None else None
+    deployment = params.get("operator_deployment", OPERATOR_DEPLOYMENT)
+    controller, controller_problems = ({"deployment": None}, [])
+    if deployment:
+        controller, controller_problems = assess_controller(operator, identity, params.get("recorded_operator"), deployment)
+        problems.extend(controller_problems)
+        reasons = [r for r in reasons if not r.startswith("operator: ")]  # named once, by the controller check
     if reasons:
         if policy is None:
             text = reasons[0]
@@ -717,8 +877,8 @@ def assess(operator, cluster, params, names, reasons, waited=None):
         if created:
             problems.append("DRA objects created: %s" % ", ".join(created))
     return {"ok": not problems, "problems": problems, "mode": mode, "nodes": nodes, "unassessed": unassessed,
-            "device_plugin": device_plugin, "operands": operands, "dra_objects": dra,
-            "wait": {"requested": bool(params.get("wait")), "ready": not reasons,
+            "operator": controller, "device_plugin": device_plugin, "operands": operands, "dra_objects": dra,
+            "wait": {"requested": bool(params.get("wait")), "ready": not reasons and not controller_problems,
                      "waited_seconds": round(waited or 0.0, 3), "timeout": params.get("wait_timeout")}}
 
 
@@ -738,4 +898,10 @@ def verify(reader, params, clock=time.monotonic, sleep=time.sleep):
             break
         sleep(min(params["poll_interval"], remaining))
     waited = clock() - started if params.get("wait") else 0.0
-    return assess(operator, read_cluster(reader), params, names, reasons, waited)
+    deployment_name = params.get("operator_deployment", OPERATOR_DEPLOYMENT)
+    identity = None
+    if deployment_name:
+        deployment = by_name(operator["deployments"]).get(deployment_name)
+        if deployment is not None:
+            identity = read_identity(reader, namespace, deployment)
+    return assess(operator, read_cluster(reader), params, names, reasons, waited, identity)

@@ -21,8 +21,9 @@ description:
     C(common.yml); every row carries its source. See C(docs/compat-matrix.md).
   - NVIDIA's support envelope (Kubernetes range, containerd range, driver branch, managed DRA floor,
     ClusterPolicy/GPUCluster exclusion, kubelet skew, passthrough acceptance and IOMMU) gives C(block)
-    findings. containerd's own "most thoroughly tested" Kubernetes combinations and a driver point
-    release other than the validated one of its branch give C(warn) findings.
+    findings. containerd's own "most thoroughly tested" Kubernetes combinations, a driver point
+    release other than the validated one of its branch, and VFIO passthrough that is requested and
+    accepted as alpha (C(dra.passthrough.alpha_accepted): not a standard production path) give C(warn) findings.
   - Facts that are missing never pass silently; they give a finding whose id ends in C(.not_assessed),
     listed in RV(not_assessed) and counted in RV(counts.not_assessed). Its severity is the matrix row's
     C(when_not_assessed) (by default the row's own severity), so a check the target requires but that could
@@ -188,7 +189,10 @@ options:
       accept_alpha_passthrough:
         description:
           - Explicit acceptance that passthrough is alpha (feature gate C(PassthroughSupport), disabled by default).
-            Without it O(target.passthrough=true) is a C(block) finding.
+            Without it O(target.passthrough=true) is a C(block) finding (C(dra.passthrough.acceptance)).
+          - With it (and O(target.passthrough=true)) the accepted alpha stays a C(warn) finding
+            (C(dra.passthrough.alpha_accepted)) naming the stage, the acceptance and that it is not a standard
+            production path; it never passes silently. Without O(target.passthrough) it changes nothing.
         type: bool
         default: false
   releases:

@@ -55,6 +55,15 @@ options:
         a CustomResourceDefinition, and the same in every subchart, recursively.
       - At least one of O(chart) and O(manifests) is required.
     type: path
+  chart_sha256:
+    description:
+      - The digest O(chart) must have (the archive's sha256, or the directory digest of
+        M(gpufleet.dra_gate.operator_charts)), as the hop plan verified it.
+      - When given, the chart is copied into a private temporary directory, the copy's bytes hashed as
+        they are written, and only the copy is read; a different digest fails the module naming the
+        path, the expected and the actual digest before any API write. So what is applied is what was
+        verified, even when the source changes after the plan.
+    type: str
   manifests:
     description:
       - An already rendered manifest (multi-document YAML, e.g. C(helm template --include-crds) output);
@@ -237,6 +246,13 @@ artifacts:
   returned: always
   type: list
   elements: dict
+chart:
+  description:
+    - The chart the CRDs were read from - C(source), C(kind) (C(directory) or C(archive)), C(sha256) (the
+      digest of exactly the bytes read) and C(verified) (true when it equalled O(chart_sha256)); after a
+      mismatch C(expected_sha256) too and C(verified=false). Null without O(chart).
+  returned: always
+  type: dict
 api_calls:
   description: Number of HTTP requests made (retries included).
   returned: always
@@ -257,6 +273,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import crd_prepare as cp
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_charts as opc
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.artifacts import default_verify
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
     K8sApiError,
@@ -276,6 +293,7 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files im
 
 MODULE_ARG_SPEC = dict(
     chart=dict(type="path"),
+    chart_sha256=dict(type="str"),
     manifests=dict(type="str"),
     include=dict(type="list", elements="str", default=[]),
     exclude=dict(type="list", elements="str", default=[]),
@@ -298,11 +316,12 @@ class Refused(Exception):
         self.extra = extra
 
 
-def gather(params):
-    """The selected CRDs and the templated templates, from the chart and/or the manifests."""
+def gather(params, chart_path=None):
+    """The selected CRDs and the templated templates, from the chart (read at ``chart_path``, its
+    verified copy, when given) and/or the manifests."""
     entries, templated = [], []
     if params["chart"]:
-        found = cp.collect_chart(params["chart"])
+        found = cp.collect_chart(chart_path or params["chart"])
         entries.extend(found["crds"])
         templated = found["templated"]
     if params["manifests"] is not None:
@@ -491,10 +510,21 @@ def main():
         module.fail_json(msg="stamp: %r is not valid; expected letters, digits, '.', '_' or '-'" % stamp)
     if params["evidence_dir"] and os.path.exists(params["evidence_dir"]) and not os.path.isdir(params["evidence_dir"]):
         module.fail_json(msg="evidence_dir: %r exists and is not a directory" % params["evidence_dir"])
+    chart_used = None
     try:
-        crds, templated = gather(params)
+        if params["chart"]:
+            # The chart is read once, from a private copy whose bytes are the ones hashed (chart_sha256):
+            # what is applied is what was verified, whatever happens to the source afterwards.
+            with opc.ChartAtUse(params["chart"], params["chart_sha256"]) as used:
+                chart_used = opc.used_chart(used)
+                crds, templated = gather(params, used["path"])
+        else:
+            crds, templated = gather(params)
+    except opc.ChartsError as exc:
+        module.fail_json(msg="%s" % exc, changed=False,
+                         chart=opc.used_chart({"source": params["chart"], "sha256": params["chart_sha256"]}, exc))
     except cp.CrdSourceError as exc:
-        module.fail_json(msg="reading the CRDs failed, nothing was applied: %s" % exc)
+        module.fail_json(msg="reading the CRDs failed, nothing was applied: %s" % exc, chart=chart_used)
     unrendered = [t for t in templated if params["manifests"] is None]
     if unrendered:
         text = ("%d template(s) define a CRD with template actions and need rendering (give the rendered "
@@ -518,7 +548,7 @@ def main():
         counts = dict((a, sum(1 for e in entries if e["action"] == a)) for a in ("created", "updated", "unchanged"))
         out = dict(crds=entries, applied=[e["name"] for e in entries if e["action"] != "unchanged"], counts=counts,
                    templated=templated, evidence_dir=evidence.dir if evidence is not None else None,
-                   artifacts=evidence.artifacts if evidence is not None else [], api_calls=reader.calls,
+                   artifacts=evidence.artifacts if evidence is not None else [], chart=chart_used, api_calls=reader.calls,
                    api_retries=reader.retries)
         out.update(extra)
         return out

@@ -176,7 +176,13 @@ claims_waited:
   type: list
   elements: dict
 timings:
-  description: Seconds of the steps (cordon_seconds, evict_seconds, claims_seconds).
+  description:
+    - How long each step was tried, in seconds, also when the drain failed (so its deadline is provable from the
+      result) - C(cordon_seconds), C(evict_seconds) (from the first eviction request until every evicted pod was
+      gone, or until the drain gave up), C(claims_seconds) (the wait for the node's ResourceClaims). Null for a step
+      that did not run (a drain refused before any eviction, check mode, O(wait_for_claims=false)).
+    - O(timeout) covers the evictions and the claims wait together - a drain that failed at its deadline has
+      C(evict_seconds) + C(claims_seconds) >= O(timeout).
   returned: state=drained
   type: dict
 progress:
@@ -240,6 +246,8 @@ def main():
     progress = []
     drain = dr.Drain(reader, plan, progress=progress.append)
     state = params["state"]
+    if state == "drained":  # every drained result, failed or not, says how long each step was tried (null: not run)
+        out["timings"] = drain.record["timings"]
     try:
         node = drain.node()
     except K8sApiError as exc:
@@ -273,7 +281,7 @@ def main():
     except K8sApiError as exc:
         finish(failed=True, msg="node %s: listing its pods: %s; nothing was changed" % (plan["node"], exc), changed=False)
     evict, skipped, blocked = dr.classify(pods, plan)
-    out.update(skipped=skipped, evictions=[], claims_waited=[], timings={}, progress=progress)
+    out.update(skipped=skipped, evictions=[], claims_waited=[], progress=progress)
     if module._diff:  # pylint: disable=protected-access
         diff["before"]["pods"] = sorted(_brief(evict) + _brief(skipped) + _brief(blocked))
         diff["after"]["pods"] = sorted(_brief(skipped) + _brief(blocked))
@@ -293,11 +301,11 @@ def main():
             finish(failed=True, msg="node %s: cordon: %s; nothing was changed" % (plan["node"], exc), changed=False)
         drain.cordoned_by_us = True
     out["cordoned"] = True
-    cordon_seconds = round(drain.clock() - cordon_started, 6)
+    drain.record["timings"]["cordon_seconds"] = round(drain.clock() - cordon_started, 6)
     try:
         record = drain.run(evict, skipped)
     except (dr.DrainFailed, K8sApiError, Exception) as exc:  # pylint: disable=broad-except
-        record = getattr(exc, "result", None) or {"evictions": drain.evictions}
+        record = getattr(exc, "result", None) or drain.record  # its timings: how long each step was tried
         message = str(exc) if isinstance(exc, (dr.DrainFailed, K8sApiError)) else "%s: %s" % (
             type(exc).__name__, traceback.format_exc().splitlines()[-1])
         evicted_any = any(e.get("evicted_at") for e in drain.evictions)
@@ -310,9 +318,7 @@ def main():
                 message += "; uncordoning it again failed too: %s" % uncordon_exc
         else:
             message += "; the node stays cordoned"
-        record.setdefault("timings", {})["cordon_seconds"] = cordon_seconds
         finish(failed=True, changed=drain.cordoned_by_us or evicted_any, msg=message, **record)
-    record["timings"]["cordon_seconds"] = cordon_seconds
     finish(changed=drain.cordoned_by_us or bool(drain.evictions), msg="node %s drained: %d pod(s) evicted, %d left (%s)" % (
         plan["node"], len(drain.evictions), len(skipped), ", ".join(sorted(set(s["reason"] for s in skipped))) or "none"),
         **record)

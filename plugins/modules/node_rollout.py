@@ -25,18 +25,30 @@ description:
     reschedule with its name, namespace, owner and reason (the scheduler's C(Unschedulable) message when it
     gave one); RV(failed_reschedule_rate) keeps numerator (failed) and denominator (attempts). Fails when the
     failed reschedules exceed O(max_failed_reschedules).
+  - O(state=totalled) - reads nothing from the cluster - sums O(rates) (the nodes' RV(failed_reschedule_rate)
+    records) into one RV(failed_reschedule_rate) for the whole rollout - numerators and denominators summed,
+    never an average of percents. O(node) is not needed.
+  - Every C(percent) follows the one rounding rule of the collection's rates (docs/evidence.md, "Rates") - 2
+    decimal places, rounded up because a failure rate is never understated (1 of 3 is 33.34), null without
+    attempts; the numerator and the denominator are the authority.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
   node:
-    description: The Kubernetes node name.
+    description: The Kubernetes node name. Required unless O(state=totalled).
     type: str
-    required: true
   state:
-    description: C(recorded), C(restored) or C(rescheduled).
+    description: C(recorded), C(restored), C(rescheduled) or C(totalled).
     type: str
-    choices: [recorded, restored, rescheduled]
+    choices: [recorded, restored, rescheduled, totalled]
     default: recorded
+  rates:
+    description:
+      - O(state=totalled) - the nodes' RV(failed_reschedule_rate) records (C(numerator), C(denominator)); null
+        entries are skipped.
+    type: list
+    elements: raw
+    default: []
   expected:
     description: O(state=restored) - the RV(snapshot) of O(state=recorded) taken before the drain.
     type: dict
@@ -104,6 +116,13 @@ EXAMPLES = r"""
     expected: "{{ before.snapshot }}"
     timeout: 900
   delegate_to: localhost
+
+- name: One failed reschedule rate for the whole rollout (sums, then the one rounding rule)
+  gpufleet.dra_gate.node_rollout:
+    state: totalled
+    rates: "{{ node_records | map(attribute='failed_reschedule_rate') | list }}"
+  delegate_to: localhost
+  register: total
 """
 
 RETURN = r"""
@@ -126,8 +145,11 @@ failed_reschedules:
   type: list
   elements: dict
 failed_reschedule_rate:
-  description: numerator (failed reschedules), denominator (drain-triggered reschedule attempts), percent (null without attempts).
-  returned: state=rescheduled
+  description:
+    - numerator (failed reschedules), denominator (drain-triggered reschedule attempts), percent (2 decimal places,
+      rounded up, null without attempts; docs/evidence.md "Rates").
+    - With O(state=totalled) the sums over O(rates).
+  returned: state=rescheduled or state=totalled
   type: dict
 not_counted:
   description: Evicted pods that no controller recreates (not reschedule attempts), each with the reason.
@@ -153,11 +175,13 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import drain as dr
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import rates
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError, argspec, module_reader
 
 MODULE_ARG_SPEC = dict(
-    node=dict(type="str", required=True),
-    state=dict(type="str", choices=["recorded", "restored", "rescheduled"], default="recorded"),
+    node=dict(type="str"),
+    state=dict(type="str", choices=["recorded", "restored", "rescheduled", "totalled"], default="recorded"),
+    rates=dict(type="list", elements="raw", default=[]),
     expected=dict(type="dict"),
     evictions=dict(type="list", elements="dict", default=[]),
     max_failed_reschedules=dict(type="int", default=0),
@@ -172,13 +196,14 @@ def snapshot(reader, node):
 
 
 def rate(failed, attempts):
-    return {"numerator": failed, "denominator": attempts,
-            "percent": round(100.0 * failed / attempts, 3) if attempts else None}
+    """The failed reschedule rate: a failure rate (docs/evidence.md "Rates": percent rounded up)."""
+    return rates.failure_rate(failed, attempts)
 
 
 def main():
     module = AnsibleModule(argument_spec=argspec(MODULE_ARG_SPEC), supports_check_mode=True,
-                           required_if=[("state", "restored", ("expected",))])
+                           required_if=[("state", "restored", ("expected", "node")), ("state", "recorded", ("node",)),
+                                        ("state", "rescheduled", ("node",))])
     params = module.params
     out = {"node": params["node"], "changed": False, "started_at": dr.utc_now()}
 
@@ -188,6 +213,14 @@ def main():
         if failed:
             module.fail_json(**out)
         module.exit_json(**out)
+
+    if params["state"] == "totalled":  # pure: nothing is read from the cluster
+        try:
+            total = rates.total(params["rates"], rates.UP)
+        except rates.RateError as exc:
+            finish(failed=True, msg=str(exc))
+        finish(failed_reschedule_rate=total, msg="failed reschedules: %d of %d (%s %%)" % (
+            total["numerator"], total["denominator"], "-" if total["percent"] is None else total["percent"]))
 
     try:
         dr.validate_node(params["node"])

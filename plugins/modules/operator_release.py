@@ -66,6 +66,15 @@ options:
       - Required for O(state=upgraded). For O(state=rolled_back), the chart reinstalled when O(revision) is no
         longer in the history (the recorded chart); not used otherwise.
     type: str
+  chart_sha256:
+    description:
+      - The digest a local O(chart) must have (the archive's sha256 or the directory digest of
+        M(gpufleet.dra_gate.operator_charts)), as the hop plan verified it.
+      - When given, the chart is copied into a private temporary directory, the copy's bytes hashed as they
+        are written, and Helm gets only the copy; a different digest fails the module before anything is
+        read from the cluster or written, naming the path, the expected and the actual digest. Refused for
+        an C(oci://) or C(https://) reference (nothing local to verify).
+    type: str
   chart_version:
     description:
       - The chart's version. For a remote reference, the version it names (passed as C(--version) to an
@@ -82,6 +91,17 @@ options:
       - A JSON or YAML file holding the captured user values, such as the snapshot's C(values.user.json).
       - Mutually exclusive with O(user_values).
     type: path
+  keep_deployment:
+    description:
+      - For O(state=rolled_back) - the Deployment (the GPU Operator's own, C(gpu-operator)) that O(revision)'s
+        manifest, as Helm stores it, must hold. A revision without it is refused before anything is written:
+        rolling back to it would delete the operator the newer revision runs.
+    type: str
+  user_values_sha256:
+    description:
+      - The sha256 the artifact index recorded for O(user_values_file); the bytes read are the bytes
+        checked, a different digest fails the module naming the file before anything is written.
+    type: str
   overrides:
     description:
       - The operator's overrides, merged over the user values (maps merge, lists and scalars replace, a
@@ -218,6 +238,13 @@ status:
   description: Helm's status of RV(revision) (C(deployed), C(failed), ...).
   returned: always
   type: str
+chart:
+  description:
+    - The local chart used - C(source), C(kind), C(sha256) (the digest of exactly the bytes Helm read) and
+      C(verified) (true when it equalled O(chart_sha256)); after a mismatch C(expected_sha256) and
+      C(verified=false). Null without O(chart).
+  returned: when O(chart) is given
+  type: dict
 chart_before:
   description: The chart of RV(revision_before) (C(name), C(version), C(app_version); nulls when the release was gone).
   returned: always
@@ -291,6 +318,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_library
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_values
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_charts as opc
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_release as orl
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import CommandTimedOut, Runner
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import (
@@ -314,9 +342,11 @@ MODULE_ARG_SPEC = dict(
     release=dict(type="str", default="gpu-operator"),
     namespace=dict(type="str", default="gpu-operator"),
     chart=dict(type="str"),
+    chart_sha256=dict(type="str"),
     chart_version=dict(type="str"),
     user_values=dict(type="dict"),
     user_values_file=dict(type="path"),
+    user_values_sha256=dict(type="str"),
     overrides=dict(type="dict", default={}),
     redact=dict(type="list", elements="str", default=list(orl.DEFAULT_REDACT)),
     revision=dict(type="int"),
@@ -325,6 +355,7 @@ MODULE_ARG_SPEC = dict(
     wait=dict(type="bool", default=True),
     timeout=dict(type="int", default=600),
     evidence_dir=dict(type="path"),
+    keep_deployment=dict(type="str"),
 )
 HELM_ERRORS = (HelmCommandError, HelmLibraryCallError)
 
@@ -356,8 +387,9 @@ class Run:
         self.module.exit_json(msg=msg, **self.fields(extra))
 
 
-def check_input(module, run):
-    """The inputs, checked before anything is read: (chart metadata or None, merged plan or None)."""
+def check_input(module, run, chart_path=None):
+    """The inputs, checked before anything is read: (chart metadata or None, merged plan or None).
+    ``chart_path`` is the verified private copy of ``chart`` (operator_charts.ChartAtUse), when there is one."""
     params = module.params
     state = params["state"]
     bad = check_params(params)
@@ -392,11 +424,11 @@ def check_input(module, run):
     chart = merged = None
     try:
         if params["chart"]:
-            chart = orl.chart_metadata(params["chart"], params["chart_version"])
+            chart = orl.chart_metadata(chart_path or params["chart"], params["chart_version"])
         if has_values:
             values = params["user_values"]
             if values is None:
-                values = orl.load_values_file(params["user_values_file"])
+                values = orl.load_values_file(params["user_values_file"], params["user_values_sha256"])
             merged = helm_values.plan(values, params["overrides"], redact=params["redact"])
     except orl.ChartError as exc:
         run.fail(str(exc))
@@ -459,7 +491,8 @@ def decide(module, run, helm, chart, merged):
     try:
         if params["state"] == "upgraded":
             return orl.plan_upgrade(helm, params["release"], params["namespace"], chart, merged)
-        return orl.plan_rollback(helm, params["release"], params["namespace"], params["revision"], chart, merged)
+        return orl.plan_rollback(helm, params["release"], params["namespace"], params["revision"], chart, merged,
+                                 keep_deployment=params["keep_deployment"])
     except orl.ReleaseError as exc:
         run.fail(str(exc), **exc.extra)
     except HelmForbidden as exc:
@@ -476,7 +509,33 @@ def main():
                            mutually_exclusive=[("user_values", "user_values_file")])
     params = module.params
     run = Run(module)
-    chart, merged = check_input(module, run)
+    # The chart Helm reads is a private copy whose bytes were hashed against chart_sha256 (the digest
+    # the hop plan verified): a chart changed on disk after the plan or the CRD step is refused here,
+    # before anything is written.
+    chart_use = opc.ChartAtUse(params["chart"], params["chart_sha256"])
+    try:
+        used = chart_use.__enter__() if params["chart"] else None
+    except opc.ChartsError as exc:
+        run.fail(str(exc), chart=opc.used_chart({"source": params["chart"], "sha256": params["chart_sha256"]}, exc))
+    run.common["chart"] = opc.used_chart(used) if used else None
+    try:
+        chart, merged = check_input(module, run, used["path"] if used else None)
+        plan, applied = upgrade_or_roll_back(module, run, chart, merged)
+    finally:
+        chart_use.__exit__(None, None, None)
+    redact = params["redact"]
+    result = orl.result_of(plan, applied, module.check_mode, redact)
+    if module._diff:  # pylint: disable=protected-access
+        result["diff"] = orl.diff_of(plan, redact)
+    msg = "helm release %s/%s: %s (revision %s -> %s, chart %s -> %s)" % (
+        params["namespace"], params["release"], result["action"], result["revision_before"], result["revision"],
+        result["chart_before"]["version"], result["chart_after"]["version"])
+    run.exit(msg, **result)
+
+
+def upgrade_or_roll_back(module, run, chart, merged):
+    """Plan and apply; ``(plan, applied)``."""
+    params = module.params
     redact = params["redact"]
 
     # The controller's HELM_* variables are removed (a few pinned) before either backend runs and
@@ -503,14 +562,7 @@ def main():
         if backend is not None:
             backend.close()
         shutil.rmtree(helm_home, ignore_errors=True)
-
-    result = orl.result_of(plan, applied, module.check_mode, redact)
-    if module._diff:  # pylint: disable=protected-access
-        result["diff"] = orl.diff_of(plan, redact)
-    msg = "helm release %s/%s: %s (revision %s -> %s, chart %s -> %s)" % (
-        params["namespace"], params["release"], result["action"], result["revision_before"], result["revision"],
-        result["chart_before"]["version"], result["chart_after"]["version"])
-    run.exit(msg, **result)
+    return plan, applied
 
 
 if __name__ == "__main__":

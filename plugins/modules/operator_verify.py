@@ -44,6 +44,12 @@ description:
     == desiredNumberScheduled == numberAvailable)) and the validator's pods are Ready. At the deadline it
     stops and reports why, e.g. C(ClusterPolicy cluster-policy not ready after 600 s) with the state and its message.
     Without O(wait), one read; a not-settled operator is a problem all the same.
+  - The operator itself (unless O(operator_deployment) is empty) - its Deployment exists, has rolled out its
+    current template and is available (a C(ReplicaFailure) condition, such as pods refused for a missing
+    ServiceAccount, is named); its pods' ServiceAccount exists and a RoleBinding or ClusterRoleBinding grants
+    it an existing role. With O(recorded_images_file), every container the snapshot recorded runs the
+    recorded image and its pods the recorded digest. A ClusterPolicy that looks ready is not enough: an
+    operator that is gone reconciles nothing. With O(wait) the Deployment's availability is waited for too.
   - Runs on the controller (or a delegate) with the C(kubernetes) Python client.
 author:
   - gpufleet maintainers (@gpufleet)
@@ -123,6 +129,23 @@ options:
         RV(problems); a phase registers the result and decides itself. API errors fail the task either way.
     type: bool
     default: false
+  operator_deployment:
+    description:
+      - The name of the GPU Operator's own Deployment in O(namespace), verified as above. Empty - not verified.
+    type: str
+    default: gpu-operator
+  recorded_images_file:
+    description:
+      - The snapshot's C(images.json) of the release revision the cluster must now run (M(gpufleet.dra_gate.helm_state));
+        the containers of O(operator_deployment) it records, with the digests their pods ran, are the images
+        the operator must run. A recorded revision whose manifest has no such Deployment fails the module
+        (rolling back to it would remove the operator).
+    type: path
+  recorded_images_sha256:
+    description:
+      - The artifact index's sha256 of O(recorded_images_file); required with it. The file is read once and
+        checked against it before it is used.
+    type: str
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
 attributes:
@@ -225,6 +248,13 @@ device_plugin:
   sample: {"name": "nvidia-device-plugin-daemonset", "found": true, "image": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
            "expected_image": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0", "desired": 2, "updated": 2, "available": 2,
            "pods": {"gpu-1": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"}}
+operator:
+  description:
+    - The operator itself - C(deployment), C(found), C(available), C(images) (container -> template image),
+      C(pods) (each C(pod), C(container), C(image), C(digest)), C(service_account) (C(name), C(found)) and
+      C(bindings) (each C(kind), C(name), C(role), C(role_found)).
+  returned: always
+  type: dict
 operands:
   description:
     - Per ClusterPolicy component with an image - C(kind) and C(name) of its workload (null when the
@@ -276,6 +306,8 @@ api_retries:
   type: int
 """
 
+import hashlib
+import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -307,7 +339,42 @@ MODULE_ARG_SPEC = dict(
     wait_timeout=dict(type="float", default=600.0),
     poll_interval=dict(type="float", default=2.0),
     fail_on_problems=dict(type="bool", default=False),
+    operator_deployment=dict(type="str", default=ov.OPERATOR_DEPLOYMENT),
+    recorded_images_file=dict(type="path"),
+    recorded_images_sha256=dict(type="str"),
 )
+
+
+def recorded_operator(module, params):
+    """The operator Deployment's recorded images and digests from the snapshot's images.json, read once
+    and checked against the index's sha256 at this moment (what is compared is what was verified)."""
+    path = params["recorded_images_file"]
+    if not path:
+        return None
+    if not params["recorded_images_sha256"]:
+        module.fail_json(msg="recorded_images_sha256: required with recorded_images_file (the artifact index's digest "
+                             "of that file)")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(64 * 1024 * 1024)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="recorded_images_file: cannot read %s: %s" % (path, exc.strerror or exc))
+    expected = params["recorded_images_sha256"].strip().lower()
+    expected = expected[len("sha256:"):] if expected.startswith("sha256:") else expected
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        module.fail_json(msg="recorded_images_file: %s has sha256 %s, not the indexed %s (changed after the snapshot); "
+                             "nothing was compared with it" % (path, actual, expected))
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        module.fail_json(msg="recorded_images_file: %s is not helm_state's images.json: %s" % (path, exc))
+    try:
+        return ov.recorded_operator_images(doc, params["namespace"], params["operator_deployment"])
+    except ov.VerifyError as exc:
+        # a rollback to a revision without the operator would remove it: a problem the rollback names
+        module.fail_json(msg=str(exc), recorded_images_file=path, ok=False, problems=[str(exc)])
+    return None
 
 
 def main():
@@ -318,6 +385,7 @@ def main():
         module.fail_json(msg=bad)
     if not str(params["namespace"] or "").strip():
         module.fail_json(msg="namespace: expected the GPU Operator's namespace (a non-empty name)")
+    params["recorded_operator"] = recorded_operator(module, params)
     try:
         ov.check_params(params)
     except ov.VerifyError as exc:

@@ -26,13 +26,21 @@ SHA_B = "b" * 64
 PLAN = [{"to": "26.6.2", "sha256": SHA_A}, {"to": "26.7.0", "sha256": SHA_B}]
 
 
+def used(sha):
+    """What crd_prepare and operator_release report of the chart they read (verified at use)."""
+    return {step: {"source": "/srv/charts/x", "kind": "directory", "sha256": sha, "verified": True}
+            for step in ("crd_prepare", "helm_upgrade")}
+
+
 def canary_results(**extra):
     results = {
         "scope": "canary", "release": "gpu-operator", "namespace": "gpu-operator", "current_version": "26.3.1",
         "target_version": "26.7.0", "check_mode": False, "refused": None,
         "canary": {"required": False, "run_id": None, "cleared": None, "reasons": []},
-        "hops": [{"from": "26.3.1", "to": "26.6.2", "ok": True, "chart": {"version": "26.6.2", "sha256": SHA_A}},
-                 {"from": "26.6.2", "to": "26.7.0", "ok": True, "chart": {"version": "26.7.0", "sha256": SHA_B}}],
+        "hops": [{"from": "26.3.1", "to": "26.6.2", "ok": True, "chart": {"version": "26.6.2", "sha256": SHA_A},
+                  "chart_at_use": used(SHA_A)},
+                 {"from": "26.6.2", "to": "26.7.0", "ok": True, "chart": {"version": "26.7.0", "sha256": SHA_B},
+                  "chart_at_use": used(SHA_B)}],
         "planned_hops": 2, "completed": True, "failure": None,
         "rollback": {"triggered": False, "automatic": False, "command": None, "verdict": None, "duration_seconds": None},
         "verdict": "pass",

@@ -182,6 +182,35 @@ def test_percent_never_overstates_success_and_empty_is_null():
     assert empty["cleanup_defects"]["percent"] is None
 
 
+@pytest.mark.parametrize("numerator, denominator, up, down", [
+    (1, 3, 33.34, 33.33), (2, 3, 66.67, 66.66), (0, 4, 0.0, 0.0), (4, 4, 100.0, 100.0), (0, 0, None, None),
+])
+def test_ratio_is_the_one_rounding_rule(numerator, denominator, up, down):
+    """claim_stats' rates are rates.py's (docs/evidence.md "Rates"): success down, defects up, 2 places."""
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import rates
+    assert cs.ratio(numerator, denominator) == rates.success_rate(numerator, denominator)
+    assert cs.ratio(numerator, denominator)["percent"] == down
+    assert cs.ratio(numerator, denominator, rounding=cs.ROUND_CEILING) == rates.failure_rate(numerator, denominator)
+    assert cs.ratio(numerator, denominator, rounding=cs.ROUND_CEILING)["percent"] == up
+
+
+def test_summarize_rounds_success_down_and_defects_up():
+    records = [good("c%d" % i) for i in range(4)] + [good("leaky", leaked=True), failed("f", "X")]
+    result = cs.summarize(records)
+    assert result["success_rate"] == {"numerator": 5, "denominator": 6, "percent": 83.33}  # 83.333.. down
+    defects = result["cleanup_defects"]
+    assert (defects["numerator"], defects["denominator"], defects["percent"]) == (1, 6, 16.67)  # 16.666.. up
+
+
+def test_ratio_bad_rounding_and_counts():
+    with pytest.raises(cs.ClaimStatsError) as err:
+        cs.ratio(1, 3, rounding="ROUND_HALF_UP")
+    assert err.value.field == "rounding"
+    with pytest.raises(cs.ClaimStatsError) as err:
+        cs.ratio(4, 3)
+    assert err.value.field == "ratio" and "4 is more than the denominator 3" in str(err.value)
+
+
 def test_incomplete_record_without_class_counts_as_error():
     rec = good("c1")
     rec["ready_at"] = None

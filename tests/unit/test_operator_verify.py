@@ -21,6 +21,8 @@ NS = "gpu-operator"
 DIGEST = "sha256:" + "ab" * 32
 PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.19.0"
 NODES = ("gpu-1", "gpu-2")
+OPERATOR_IMAGE = "nvcr.io/nvidia/gpu-operator:v26.3.1"
+OPERATOR_ID = "nvcr.io/nvidia/gpu-operator@sha256:" + "0e" * 32
 
 
 def cluster_policy(plugin_version="v0.19.0", state="ready", message="ClusterPolicy is ready", generation=1):
@@ -102,8 +104,15 @@ def world(plugin=PLUGIN_IMAGE, policy=None, gpu_clusters=False):
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "gpu-operator"}},
                      "template": {"spec": {"containers": [{"name": "gpu-operator",
                                                            "image": "nvcr.io/nvidia/gpu-operator:v26.3.1"}]}}},
-            "status": {"observedGeneration": 1, "updatedReplicas": 1, "availableReplicas": 1}}],
-        "/api/v1/namespaces/%s/pods" % NS: pods,
+            "status": {"observedGeneration": 1, "updatedReplicas": 1, "availableReplicas": 1,
+                       "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}]}}],
+        "/api/v1/namespaces/%s/pods" % NS: pods + [pod("gpu-operator", "cp-1", OPERATOR_IMAGE, image_id=OPERATOR_ID)],
+        "/api/v1/namespaces/%s/serviceaccounts/default" % NS: {"metadata": {"name": "default", "namespace": NS}},
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings": [{
+            "metadata": {"name": "gpu-operator"}, "roleRef": {"kind": "ClusterRole", "name": "gpu-operator"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": NS}]}],
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/gpu-operator": {"metadata": {"name": "gpu-operator"}},
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings" % NS: [],
         "/api/v1/nodes": [node("cp-1", gpus="0"), node("gpu-1"), node("gpu-2", gpus="7")],
         ov.DRA + "/resourceslices": [], ov.DRA + "/resourceclaims": [], ov.DRA + "/deviceclasses": [],
     }
@@ -464,3 +473,133 @@ def test_module_fails_on_bad_input_before_connecting(run_module):
 def test_rfc3339():
     assert ov.rfc3339(0.5) == "1970-01-01T00:00:00.500000Z"
     assert ov.rfc3339(1796000000.9999996) == "2026-11-30T00:53:21.000000Z"
+
+
+# -- the operator itself ------------------------------------------------------------------------
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/%s/deployments" % NS
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def operator_problems(answers, **extra):
+    result = run(answers, **extra)
+    return result, [p for p in result["problems"] if p.startswith("operator: ")]
+
+
+def test_the_operator_itself_is_reported_when_it_is_there():
+    result, problems = operator_problems(world())
+    assert problems == [] and result["ok"]
+    assert result["operator"]["found"] and result["operator"]["available"]
+    assert result["operator"]["images"] == {"gpu-operator": OPERATOR_IMAGE}
+    assert result["operator"]["pods"] == [{"pod": "gpu-operator-cp-1", "container": "gpu-operator", "image": OPERATOR_IMAGE,
+                                           "digest": "sha256:" + "0e" * 32}]
+    assert result["operator"]["service_account"] == {"name": "default", "found": True}
+    assert result["operator"]["bindings"] == [{"kind": "ClusterRoleBinding", "name": "gpu-operator",
+                                               "role": "ClusterRole/gpu-operator", "role_found": True}]
+
+
+def test_a_deleted_operator_deployment_is_a_problem_even_when_the_policy_looks_ready():
+    answers = world()
+    answers[DEPLOYMENTS] = []
+    result, problems = operator_problems(answers)
+    assert not result["ok"] and result["operator"]["found"] is False
+    assert problems == ["operator: Deployment gpu-operator/gpu-operator not found (nothing runs the GPU Operator: the "
+                        "ClusterPolicy is not reconciled)"]
+    assert result["wait"]["ready"] is False
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"status": {"observedGeneration": 1, "updatedReplicas": 1, "availableReplicas": 0,
+                 "conditions": [{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"}]}},
+     "1/1 replicas updated, 0 available"),
+    ({"spec": {"replicas": 0, "selector": {"matchLabels": {"app": "gpu-operator"}},
+               "template": {"spec": {"containers": [{"name": "gpu-operator", "image": OPERATOR_IMAGE}]}}}},
+     "scaled to 0 replicas"),
+    ({"status": {"observedGeneration": 1, "updatedReplicas": 0, "availableReplicas": 0, "conditions": [
+        {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+         "message": 'pods "gpu-operator-x" is forbidden: error looking up service account gpu-operator/gpu-operator: '
+                    'serviceaccount "gpu-operator" not found'}]}},
+     "cannot create its pods: pods \"gpu-operator-x\" is forbidden"),
+    ({"metadata": {"name": "gpu-operator", "namespace": NS, "generation": 2}}, "observedGeneration 1 < generation 2"),
+])
+def test_an_operator_deployment_that_is_not_available_is_a_problem_and_is_waited_for(change, fragment):
+    answers = world()
+    deployment = answers[DEPLOYMENTS][0]
+    for key, value in change.items():
+        deployment[key] = value
+    result, problems = operator_problems(answers)
+    assert len(problems) == 1 and fragment in problems[0], problems
+    clock = [0.0]
+    waited = ov.verify(FakeReader(answers), params(wait=True, wait_timeout=5.0, poll_interval=1.0),
+                       clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
+    assert waited["wait"]["ready"] is False and waited["wait"]["waited_seconds"] == 5.0
+
+
+def test_missing_service_account_and_rbac_are_named():
+    answers = world()
+    del answers["/api/v1/namespaces/%s/serviceaccounts/default" % NS]
+    del answers[RBAC + "/clusterroles/gpu-operator"]
+    result, problems = operator_problems(answers)
+    assert problems == [
+        "operator: ServiceAccount gpu-operator/default of Deployment gpu-operator not found (its pods cannot be created)",
+        "operator: no RoleBinding or ClusterRoleBinding grants ServiceAccount gpu-operator/default an existing role: "
+        "ClusterRoleBinding gpu-operator -> ClusterRole/gpu-operator (missing)"]
+    answers[RBAC + "/clusterrolebindings"] = []
+    answers[RBAC + "/namespaces/%s/rolebindings" % NS] = [{
+        "metadata": {"name": "gpu-operator"}, "roleRef": {"kind": "Role", "name": "gpu-operator"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default"}]}]
+    answers[RBAC + "/namespaces/%s/roles/gpu-operator" % NS] = {"metadata": {"name": "gpu-operator"}}
+    result, problems = operator_problems(answers)
+    assert problems == [
+        "operator: ServiceAccount gpu-operator/default of Deployment gpu-operator not found (its pods cannot be created)"]
+    assert result["operator"]["bindings"] == [{"kind": "RoleBinding", "name": "gpu-operator", "role": "Role/gpu-operator",
+                                               "role_found": True}]
+
+
+def test_forbidden_rbac_reads_are_errors_not_absent():
+    answers = world()
+    answers[RBAC + "/clusterrolebindings"] = K8sApiError("GET clusterrolebindings", 403, "forbidden")
+    with pytest.raises(K8sApiError) as info:
+        run(answers)
+    assert info.value.status == 403
+
+
+def images_doc(image=OPERATOR_IMAGE, digests=("sha256:" + "0e" * 32,), revision=1, deployment="gpu-operator"):
+    return {"release": "gpu-operator", "namespace": NS, "revision": revision,
+            "manifest_images": [{"kind": "Deployment", "name": deployment, "namespace": NS, "container": "gpu-operator",
+                                 "init": False, "image": image}],
+            "digests": {image: list(digests)}}
+
+
+def test_recorded_operator_images_and_digests_are_checked():
+    recorded = ov.recorded_operator_images(images_doc(), NS)
+    assert recorded == {"gpu-operator": {"image": OPERATOR_IMAGE, "digests": ["sha256:" + "0e" * 32]}}
+    result, problems = operator_problems(world(), recorded_operator=recorded)
+    assert problems == []
+    other = ov.recorded_operator_images(images_doc(image="nvcr.io/nvidia/gpu-operator:v26.7.0",
+                                                   digests=("sha256:" + "1f" * 32,)), NS)
+    result, problems = operator_problems(world(), recorded_operator=other)
+    assert problems == [
+        "operator: Deployment gpu-operator/gpu-operator container gpu-operator runs %s, recorded "
+        "nvcr.io/nvidia/gpu-operator:v26.7.0" % OPERATOR_IMAGE,
+        "operator: Deployment gpu-operator/gpu-operator container gpu-operator does not run the recorded digest sha256:%s "
+        "(gpu-operator-cp-1: sha256:%s)" % ("1f" * 32, "0e" * 32)]
+
+
+def test_a_recorded_release_without_the_operator_deployment_is_refused_by_name():
+    with pytest.raises(ov.VerifyError) as info:
+        ov.recorded_operator_images(images_doc(deployment="something-else", revision=1), NS)
+    assert "revision 1" in str(info.value) and "no Deployment gpu-operator/gpu-operator" in str(info.value)
+    with pytest.raises(ov.VerifyError):
+        ov.recorded_operator_images({"manifest_images": []}, NS)
+
+
+@pytest.mark.parametrize("recorded, fragment", [
+    ({}, "recorded_operator: expected a non-empty mapping"),
+    ({"gpu-operator": {"image": ""}}, "recorded_operator.gpu-operator: expected {image"),
+    ({"gpu-operator": {"image": "x", "digests": ["md5:1"]}}, "recorded_operator.gpu-operator.digests"),
+])
+def test_bad_recorded_operator_input(recorded, fragment):
+    with pytest.raises(ov.VerifyError) as info:
+        ov.check_params(params(recorded_operator=recorded))
+    assert fragment in str(info.value)

@@ -33,6 +33,8 @@ def hop(frm, to, sha, ok=True):
             "finished_at": "2026-12-02T01:06:00Z", "duration_seconds": 360.0,
             "chart": {"version": to, "chart_version": "v" + to, "sha256": sha, "source": "/srv/charts/%s.tgz" % to,
                       "verified": True},
+            "chart_at_use": dict((step, {"source": "/srv/charts/%s.tgz" % to, "kind": "archive", "sha256": sha,
+                                         "verified": True}) for step in ("crd_prepare", "helm_upgrade")),
             "values_diff": [], "crds": {"applied": [], "counts": {"unchanged": 12}},
             "helm": {"action": "upgrade", "revision_before": 1, "revision": 2, "status": "deployed"},
             "verify": {"ok": True, "problems": []}, "allocatable_before": {"gpu-1": "8", "gpu-2": "8"},
@@ -287,3 +289,25 @@ def test_gate_evidence_judges_upgrade_and_rollback_records(run_module, tmp_path,
 def test_gate_evidence_upgrade_in_check_mode_is_a_warning(run_module, tmp_path):
     result = run_module(gate_evidence, _args(tmp_path, "upgrade", upgrade_results(), _ansible_check_mode=True))
     assert result["verdict"] == "warn" and [f["id"] for f in result["findings"]] == ["upgrade.check_mode"]
+
+
+@pytest.mark.parametrize("used", [
+    None,
+    {"crd_prepare": {"sha256": SHA_B, "verified": True}, "helm_upgrade": {"sha256": SHA_B, "verified": True}},
+    {"crd_prepare": {"sha256": SHA_B, "verified": True}, "helm_upgrade": {"sha256": "c" * 64, "verified": True}},
+    {"crd_prepare": {"sha256": SHA_B, "verified": True}, "helm_upgrade": {"sha256": SHA_B, "verified": False}},
+], ids=["not recorded", "not the pinned digest", "helm read other bytes", "not verified at use"])
+def test_a_hop_whose_chart_at_use_is_not_the_verified_pin_blocks(used):
+    bad = hop("26.3.1", "26.6.2", SHA_A)
+    bad["chart_at_use"] = used
+    findings = evidence.upgrade_findings(upgrade_results(hops=[bad, hop("26.6.2", "26.7.0", SHA_B)]))
+    assert ids(findings, "block") == ["upgrade.chart_unverified_at_use"]
+    assert findings[0]["subject"] == "hop 26.3.1 -> 26.6.2"
+    assert gate.verdict_of(findings) == "block"
+
+
+def test_a_failed_or_check_mode_hop_is_not_judged_on_its_chart_at_use():
+    failed = hop("26.6.2", "26.7.0", SHA_B, ok=False)
+    failed["chart_at_use"] = {"crd_prepare": {"sha256": "c" * 64, "verified": False}, "helm_upgrade": None}
+    findings = evidence.upgrade_findings(upgrade_results(hops=[hop("26.3.1", "26.6.2", SHA_A), failed], completed=False))
+    assert ids(findings, "block") == ["upgrade.hop_failed"]

@@ -320,19 +320,59 @@ def test_dra_on_26_3_is_unavailable(matrix):
 
 # ---- passthrough ----------------------------------------------------------------------------------
 
+ACCEPTED = ("dra.passthrough.alpha_accepted", "warn")
+
+
 @pytest.mark.parametrize("target, iommu, expected", [
     ({"passthrough": True, "allocation_mode": "dra"}, True, {("dra.passthrough.acceptance", "block")}),
-    ({"passthrough": True, "allocation_mode": "dra", "accept_alpha_passthrough": True}, True, set()),
+    ({"passthrough": True, "allocation_mode": "dra", "accept_alpha_passthrough": True}, True, {ACCEPTED}),
     ({"passthrough": True, "allocation_mode": "dra", "accept_alpha_passthrough": True}, False,
-     {("dra.passthrough.iommu", "block")}),
+     {("dra.passthrough.iommu", "block"), ACCEPTED}),
     ({"passthrough": True, "allocation_mode": "dra", "accept_alpha_passthrough": True}, None,
-     {("dra.passthrough.iommu.not_assessed", "block")}),
-    ({"passthrough": True, "accept_alpha_passthrough": True}, True, {("dra.passthrough.allocation_mode", "block")}),
+     {("dra.passthrough.iommu.not_assessed", "block"), ACCEPTED}),
+    ({"passthrough": True, "accept_alpha_passthrough": True}, True,
+     {("dra.passthrough.allocation_mode", "block"), ACCEPTED}),
     ({"passthrough": False}, False, set()),
+    ({"passthrough": False, "allocation_mode": "dra", "accept_alpha_passthrough": True}, True, set()),
 ])
 def test_passthrough(matrix, target, iommu, expected):
     result = run(matrix, nodes={"n1": node(**{"iommu.enabled": iommu})}, cluster=DRA_CLUSTER, target=target)
     assert set(x for x in found(result) if x[0].startswith("dra.passthrough")) == expected
+
+
+@pytest.mark.parametrize("accepted, expected", [
+    (False, {("dra.passthrough.acceptance", "block")}),
+    (True, {ACCEPTED}),
+])
+def test_accepted_alpha_passthrough_stays_a_visible_warning(matrix, accepted, expected):
+    """Issue 27: an accepted alpha is a warning (never a pass), naming alpha, the acceptance and the production path."""
+    target = {"passthrough": True, "allocation_mode": "dra", "accept_alpha_passthrough": accepted}
+    result = run(matrix, nodes={"n1": GOOD}, cluster=DRA_CLUSTER, target=target)
+    assert set(x for x in found(result) if x[0].startswith("dra.passthrough")) == expected
+    baseline = run(matrix, nodes={"n1": GOOD}, cluster=DRA_CLUSTER, target=dict(target, passthrough=False))
+    if not accepted:
+        assert result["counts"]["block"] == baseline["counts"]["block"] + 1
+        return
+    assert result["counts"]["block"] == baseline["counts"]["block"]
+    assert result["counts"]["warn"] == baseline["counts"]["warn"] + 1
+    finding = one(result, "dra.passthrough.alpha_accepted", "cluster")
+    assert "alpha" in finding["message"] and "PassthroughSupport" in finding["message"]
+    assert "accepted through target.accept_alpha_passthrough" in finding["message"]
+    assert "not a standard production path" in finding["message"]
+    assert finding["observed"] == "alpha, accepted (accept_alpha_passthrough true)"
+    assert "seeds/000_dec44a8f4647fff6.txt § Executive Summary" in finding["source"]
+    assert "dra.passthrough.alpha_accepted" not in [n["id"] for n in result["not_assessed"]]
+
+
+def test_accepted_passthrough_without_its_row_is_not_assessed(matrix):
+    """A release with a passthrough row but no passthrough_accepted row reports the gap, never a silent pass."""
+    documents = copy.deepcopy(matrix["documents"])
+    for doc in documents:
+        doc["rows"] = [r for r in doc["rows"] if r["rule"] != "passthrough_accepted"]
+    stripped = {"files": matrix["files"], "documents": documents}
+    result = run(stripped, nodes={"n1": GOOD}, cluster=DRA_CLUSTER,
+                 target={"passthrough": True, "allocation_mode": "dra", "accept_alpha_passthrough": True})
+    assert ("dra.passthrough.alpha_accepted.not_assessed", "warn") in found(result, "cluster")
 
 
 def test_passthrough_on_real_h200(matrix):

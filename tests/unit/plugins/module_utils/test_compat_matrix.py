@@ -76,6 +76,12 @@ def test_bundled_26_7_facts(bundled):
     assert rows["kubernetes.dra_api"]["values"] == {"group_version": "resource.k8s.io/v1", "requires_allocation_mode": "dra"}
     assert (rows["operator.cr_state"]["values"], rows["operator.cr_state"]["severity"]) == ({"ready_state": "ready"}, "warn")
     assert (rows["dra.stuck_claims"]["values"], rows["dra.stuck_claims"]["severity"]) == ({"max_deleting_allocated": 0}, "warn")
+    assert (rows["dra.passthrough"]["severity"], rows["dra.passthrough"]["values"]["requires_acceptance"]) == ("block", True)
+    accepted = rows["dra.passthrough.alpha_accepted"]
+    assert (accepted["rule"], accepted["severity"]) == ("passthrough_accepted", "warn")
+    assert accepted["values"] == {"stage": "alpha", "feature_gate": "PassthroughSupport", "default_enabled": False,
+                                  "standard_production_path": False}
+    assert "seeds/000_dec44a8f4647fff6.txt § Executive Summary" in accepted["source"]
     assert [r["version"] for r in selected["releases"]] == ["26.3.x", "26.6.x", "26.7.0"]
     assert selected["file"] == RELEASE_FILE
 
@@ -134,6 +140,7 @@ def _row_index(row_id):
 BR = _row_index("driver.branch")
 KR = _row_index("kubernetes.validated_range")
 DRA = _row_index("dra.managed")
+PTA = _row_index("dra.passthrough.alpha_accepted")
 
 BAD_DOCS = [
     (_delete(["rows", 3, "source"]), "gpu-operator-26.7.0.yml: rows[3].source: required field missing"),
@@ -165,6 +172,10 @@ BAD_DOCS = [
     (_set(["release"], "26.7.x"), "release: expected YY.MM or YY.MM.PP"),
     (_set(["published"], 20260821), "published: expected a quoted date string"),
     (_set(["rows", 0, "superseded"], [{"values": {}}]), "rows[0].superseded[0].source: required field missing"),
+    (_set(["rows", PTA, "values", "standard_production_path"], "no"),
+     "rows[%d].values.standard_production_path: expected true or false" % PTA),
+    (_delete(["rows", PTA, "values", "stage"]), "rows[%d].values.stage: required field missing" % PTA),
+    (_set(["rows", PTA, "values", "expires"], "2027-01-01"), "rows[%d].values.expires: unknown field" % PTA),
 ]
 
 

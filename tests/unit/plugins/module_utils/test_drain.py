@@ -128,6 +128,128 @@ def test_the_recorded_drain_timed_every_pod(rec):
     assert dr.parse_stamp("2026-12-03T10:00:00Z") == 1796292000.0 and dr.parse_stamp("yesterday") is None
 
 
+# ---- the drain's timings, failed or not (issue 27) -----------------------------------------------
+
+class FakeClock(object):
+    """A monotonic clock that only moves when the drain sleeps (the tests never sleep)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += max(seconds, 0.0)
+
+
+class FakeApi(object):
+    """The reader and the drain's no-retry ``once`` reader in one: evictions refused by a PDB (429) while
+    ``pdb_open`` is false, pods gone once evicted, claims from ``claims``."""
+
+    api_client = None
+    timeout = 5.0
+
+    class policy(object):  # pylint: disable=invalid-name
+        deadline = 30.0
+
+    def __init__(self, pods, refusal, pdb_open=False, claims=(), forbid_gets=False):
+        self.pods = dict((p["metadata"]["uid"], p) for p in pods)
+        self.refusal = refusal
+        self.pdb_open = pdb_open
+        self.claim_items = list(claims)
+        self.forbid_gets = forbid_gets
+        self.evicted = set()
+
+    def request(self, method, path, query=None, body=None, content_type=None):
+        if method == "POST" and path.endswith("/eviction"):
+            if not self.pdb_open:
+                raise K8sApiError("POST " + path, 429, self.refusal["message"], status_doc=self.refusal)
+            self.evicted.add(path.split("/")[-2])
+            return {}
+        raise AssertionError("unexpected %s %s" % (method, path))
+
+    def get_or_none(self, path):
+        if self.forbid_gets:
+            raise K8sApiError("GET " + path, 403, "forbidden")
+        name = path.rsplit("/", 1)[-1]
+        if name in self.evicted:
+            return None
+        return next(p for p in self.pods.values() if p["metadata"]["name"] == name)
+
+    def list(self, path, field_selector=None):
+        assert path == "/apis/resource.k8s.io/v1/resourceclaims", path
+        return self.claim_items
+
+
+def drain_with(api, **over):
+    clock = FakeClock()
+    drainer = dr.Drain(api, plan(**over), clock=clock, sleep=clock.sleep)
+    drainer.once = api
+    return drainer
+
+
+def web_pods(rec):
+    return [p for p in rec["pods_gpu_1"] if p["metadata"]["name"].startswith("web-")]
+
+
+def test_a_failed_drain_records_how_long_evictions_were_tried(rec):
+    """PDB never opens: the drain fails at its deadline, and the record proves it (evict_seconds >= timeout)."""
+    api = FakeApi(web_pods(rec), rec["eviction_refused"]["body"])
+    drainer = drain_with(api, timeout=60, retry_interval=5, poll_interval=0.5)
+    evict, skipped, _blocked = dr.classify(web_pods(rec), drainer.plan)
+    with pytest.raises(dr.DrainFailed) as exc:
+        drainer.run(evict, skipped)
+    record = exc.value.result
+    assert record is drainer.record
+    timings = record["timings"]
+    assert set(timings) == {"cordon_seconds", "evict_seconds", "claims_seconds"}
+    assert timings["evict_seconds"] is not None and timings["evict_seconds"] >= 60
+    assert timings["evict_seconds"] == pytest.approx(60, abs=0.5)  # the deadline, not the next retry
+    assert timings["claims_seconds"] is None  # the claims wait never ran
+    assert "still present after 60 s" in str(exc.value) and "PodDisruptionBudget" in str(exc.value)
+    assert [e["evicted_at"] for e in record["evictions"]] == [None, None]
+    assert all(e["pdb_retries"] == 13 and e["requested_at"] for e in record["evictions"])  # at 0, 5, ..., 60 s
+
+
+def test_a_drain_records_its_timings_when_it_succeeds(rec):
+    api = FakeApi(web_pods(rec), rec["eviction_refused"]["body"], pdb_open=True)
+    drainer = drain_with(api, timeout=60)
+    evict, skipped, _blocked = dr.classify(web_pods(rec), drainer.plan)
+    record = drainer.run(evict, skipped)
+    assert record["timings"]["evict_seconds"] == 0 and record["timings"]["claims_seconds"] == 0
+    assert all(e["method"] == "eviction" and e["gone_at"] for e in record["evictions"])
+    without_claims = drain_with(FakeApi(web_pods(rec), None, pdb_open=True), wait_for_claims=False)
+    record = without_claims.run(evict, skipped)
+    assert record["timings"]["evict_seconds"] == 0 and record["timings"]["claims_seconds"] is None
+
+
+def test_a_drain_failed_waiting_for_claims_records_both_steps(rec):
+    """The deadline covers evictions and the claims wait together: their seconds add up to it."""
+    held = copy.deepcopy([c for c in rec["claims"] if dr.claims_reserved_on([c], "gpu-6")])
+    assert held
+    api = FakeApi(web_pods(rec), None, pdb_open=True, claims=held)
+    drainer = drain_with(api, node="gpu-6", timeout=30)
+    evict, skipped, _blocked = dr.classify(web_pods(rec), drainer.plan)
+    with pytest.raises(dr.DrainFailed) as exc:
+        drainer.run(evict, skipped)
+    timings = exc.value.result["timings"]
+    assert timings["evict_seconds"] == 0 and timings["claims_seconds"] >= 30
+    assert timings["evict_seconds"] + timings["claims_seconds"] >= 30
+    assert "ResourceClaim(s) allocated on it are still reserved after 30 s" in str(exc.value)
+
+
+def test_an_api_error_mid_drain_still_leaves_the_eviction_time(rec):
+    api = FakeApi(web_pods(rec), None, pdb_open=True, forbid_gets=True)
+    drainer = drain_with(api, timeout=60)
+    evict, skipped, _blocked = dr.classify(web_pods(rec), drainer.plan)
+    with pytest.raises(K8sApiError):
+        drainer.run(evict, skipped)
+    assert drainer.record["timings"]["evict_seconds"] == 0
+    assert drainer.record["timings"]["claims_seconds"] is None
+    assert [e["method"] for e in drainer.record["evictions"]] == ["eviction", "eviction"]
+
+
 @pytest.mark.parametrize("over, message", [
     ({"node": "GPU_1"}, "node: must be a Kubernetes node name"),
     ({"timeout": 0}, "timeout: must be a positive number of seconds, got 0"),

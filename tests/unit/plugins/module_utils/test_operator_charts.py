@@ -415,3 +415,77 @@ def test_plan_hops_is_compat_checks_rule(current, target, releases):
         known = [entry["version"] for entry in select_release(matrix, target)["releases"]]
     assert oc.plan_hops(current, target, known) == expected
     assert oc.check_path(compat["upgrade_path"], current=current, target=target, releases=known) == expected
+
+
+# ---- the chart at its point of use --------------------------------------------------------------
+
+def test_verified_copy_of_a_directory_is_byte_for_byte_and_has_the_planned_digest(tmp_path):
+    chart = make_chart(str(tmp_path / "src"))
+    digest = oc.directory_digest(chart)
+    dest = tmp_path / "private"
+    dest.mkdir(mode=0o700)
+    used = oc.verified_copy(chart, digest, str(dest))
+    assert used["verified"] is True and used["kind"] == "directory" and used["sha256"] == digest
+    assert used["path"] == os.path.join(str(dest), os.path.basename(chart))
+    assert oc.directory_digest(used["path"]) == digest
+    for rel, full in oc.directory_files(chart):
+        copied = os.path.join(used["path"], os.fsdecode(rel))
+        with open(full, "rb") as a, open(copied, "rb") as b:
+            assert a.read() == b.read()
+        assert os.stat(copied).st_mode & 0o077 == 0
+
+
+def test_verified_copy_of_an_archive(tmp_path):
+    archive = tmp_path / "gpu-operator-v26.7.0.tgz"
+    archive.write_bytes(b"\x1f\x8b not really a tarball, bytes are bytes")
+    dest = tmp_path / "private"
+    dest.mkdir(mode=0o700)
+    used = oc.verified_copy(str(archive), "sha256:" + oc.file_digest(str(archive)).upper(), str(dest))
+    assert used["kind"] == "archive" and used["sha256"] == oc.file_digest(str(archive))
+    assert open(used["path"], "rb").read() == archive.read_bytes()
+
+
+def test_a_chart_changed_after_the_plan_is_refused_at_use_naming_both_digests(tmp_path):
+    chart = make_chart(str(tmp_path / "src"))
+    planned = oc.directory_digest(chart)
+    with open(os.path.join(chart, "crds", "extra.yaml"), "w") as handle:
+        handle.write("kind: CustomResourceDefinition\n")
+    actual = oc.directory_digest(chart)
+    with pytest.raises(oc.ChartsError) as info:
+        with oc.ChartAtUse(chart, planned):
+            pass
+    text = str(info.value)
+    assert chart in text and planned in text and actual in text and "nothing was applied" in text
+    assert info.value.actual == actual
+    assert oc.used_chart({"source": chart, "sha256": planned}, info.value) == {
+        "source": chart, "kind": None, "sha256": actual, "expected_sha256": planned, "verified": False}
+
+
+def test_chart_at_use_removes_its_copy_and_reads_nothing_of_the_source_afterwards(tmp_path):
+    chart = make_chart(str(tmp_path / "src"))
+    digest = oc.directory_digest(chart)
+    with oc.ChartAtUse(chart, digest) as used:
+        copy_dir = os.path.dirname(used["path"])
+        assert os.stat(copy_dir).st_mode & 0o777 == 0o700
+        shutil.rmtree(chart)  # the source gone (or changed) after the check: the copy is what is used
+        assert oc.directory_digest(used["path"]) == digest
+    assert not os.path.exists(copy_dir)
+    assert oc.used_chart(used) == {"source": chart, "kind": "directory", "sha256": digest, "verified": True}
+
+
+@pytest.mark.parametrize("chart, sha, fragment", [
+    ("oci://registry.example.com/nvidia/gpu-operator", HEX_A, "only a chart on the controller"),
+    ("/nonexistent/chart", HEX_A, "cannot read"),
+    ("/etc/hostname", HEX_A, "must end in .tgz"),
+    ("/tmp", "12", "chart_sha256: expected 64 hex"),
+])
+def test_chart_at_use_refusals(chart, sha, fragment):
+    with pytest.raises(oc.ChartsError) as info:
+        with oc.ChartAtUse(chart, sha):
+            pass
+    assert fragment in str(info.value)
+
+
+def test_chart_at_use_without_a_digest_reports_unverified(tmp_path):
+    with oc.ChartAtUse(str(tmp_path), None) as used:
+        assert used == {"source": str(tmp_path), "path": str(tmp_path), "kind": None, "sha256": None, "verified": False}

@@ -23,7 +23,7 @@ description:
     ClusterPolicy/GPUCluster exclusion, kubelet skew, passthrough acceptance and IOMMU) gives C(block)
     findings. containerd's own "most thoroughly tested" Kubernetes combinations, a driver point
     release other than the validated one of its branch, and VFIO passthrough that is requested and
-    accepted as alpha (C(dra.passthrough.alpha_accepted): not a standard production path) give C(warn) findings.
+    accepted as alpha (C(dra.passthrough.alpha_accepted), not a standard production path) give C(warn) findings.
   - Facts that are missing never pass silently; they give a finding whose id ends in C(.not_assessed),
     listed in RV(not_assessed) and counted in RV(counts.not_assessed). Its severity is the matrix row's
     C(when_not_assessed) (by default the row's own severity), so a check the target requires but that could

@@ -462,6 +462,12 @@ def main():
         if not os.path.isdir(os.path.join(staged, "member")):
             raise etcd_cli.EtcdCliError("%s snapshot restore exited 0 but wrote no member directory into %s"
                                         % (tool_name, staged))
+        # What was verified is what the tool read: the same file, unchanged from the check to the end
+        # of the restore; otherwise the restored data is discarded before it is renamed into place.
+        after = etcd_cli.file_digest(snapshot)
+        if after["sha256"] != expected or after["size"] != digest["size"]:
+            raise etcd_cli.EtcdCliError("snapshot %s changed while it was restored (sha256 %s, the confirmed %s): the "
+                                        "restored data was discarded" % (snapshot, after["sha256"], expected))
         os.chmod(staged, 0o700)
         marker = dict(wanted, restored_at=record["restored_at"], tool=tool_name, tool_version=tool_version, argv=argv,
                       revision_bump=bump, version_check=versions, snapshot=snapshot)

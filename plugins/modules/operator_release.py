@@ -94,7 +94,7 @@ options:
   keep_deployment:
     description:
       - For O(state=rolled_back) - the Deployment (the GPU Operator's own, C(gpu-operator)) that O(revision)'s
-        manifest, as Helm stores it, must hold. A revision without it is refused before anything is written:
+        manifest, as Helm stores it, must hold. A revision without it is refused before anything is written -
         rolling back to it would delete the operator the newer revision runs.
     type: str
   user_values_sha256:

@@ -48,7 +48,7 @@ description:
     current template and is available (a C(ReplicaFailure) condition, such as pods refused for a missing
     ServiceAccount, is named); its pods' ServiceAccount exists and a RoleBinding or ClusterRoleBinding grants
     it an existing role. With O(recorded_images_file), every container the snapshot recorded runs the
-    recorded image and its pods the recorded digest. A ClusterPolicy that looks ready is not enough: an
+    recorded image and its pods the recorded digest. A ClusterPolicy that looks ready is not enough - an
     operator that is gone reconciles nothing. With O(wait) the Deployment's availability is waited for too.
   - Runs on the controller (or a delegate) with the C(kubernetes) Python client.
 author:

@@ -17,6 +17,7 @@ import datetime
 import hashlib
 import json
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -782,6 +783,33 @@ exec %s "$@"
     assert not again.get("failed") and again["changed"] is False, again
     other = run_module("etcd_restore", dict(args, initial_cluster_token="another"))
     assert other.get("failed") and "initial_cluster_token" in other["msg"], other
+
+
+def test_a_snapshot_changed_during_the_restore_is_discarded_not_renamed_into_place(binaries, good_snapshot, tmp_path):
+    """Verified at the moment of use: the check before the restore and the file the tool read must be the same
+    bytes; a wrapper that changes the snapshot while the real tool restores it leaves no data directory."""
+    name, tool = ("etcdutl", binaries.etcdutl) if binaries.etcdutl else ("etcdctl", binaries.etcdctl)
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(good_snapshot["path"], str(copy))
+    if os.path.exists(good_snapshot["path"] + ".meta.json"):  # the etcd version recorded at save time
+        shutil.copyfile(good_snapshot["path"] + ".meta.json", str(copy) + ".meta.json")
+    changing = write_script(tmp_path / ("%s-changing" % name), """#!/bin/sh
+if [ "$1 $2" = "snapshot restore" ] && [ "$3" != "--help" ]; then
+  %s "$@" || exit $?
+  printf 'x' >> %s
+  exit 0
+fi
+exec %s "$@"
+""" % (tool, copy, tool))
+    data_dir = tmp_path / "member" / "restored"
+    (tmp_path / "member").mkdir()
+    args = restore_args(binaries, str(copy), good_snapshot["sha256"], data_dir, peer="http://127.0.0.1:%d" % free_port(),
+                        accept_no_revision_bump=True)
+    result = run_module("etcd_restore", dict(args, **{name: changing}))
+    assert result.get("failed"), result
+    assert "changed while it was restored" in result["msg"] and good_snapshot["sha256"] in result["msg"], result["msg"]
+    assert not data_dir.exists()
+    assert not [n for n in os.listdir(str(tmp_path / "member")) if ".restore-staging-" in n]
 
 
 def test_restore_refuses_another_etcd_minor_unless_overridden(binaries, good_snapshot, tmp_path):

@@ -73,6 +73,8 @@ spec:
       storage: true
       schema: {openAPIV3Schema: {type: object}}
 """
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     work = str(tmp_path_factory.mktemp("verified-at-use"))

@@ -223,6 +223,28 @@ def _same_object(obj: dict, current: dict) -> bool:
         meta["resourceVersion"] = rv
 
 
+def _deletion_applied(stored: dict, deleter: dict, kind: str) -> dict:
+    """``stored`` (decoded under the key's writer lock) with the deletion path's own change from ``deleter``
+    (the object it read earlier, marked): ``deletionTimestamp``, ``deletionGracePeriodSeconds`` and a
+    Namespace's ``status.phase``; everything else is the stored object's.
+
+    kube-apiserver sets the deletion fields inside GuaranteedUpdate (``BeforeDelete`` again on the latest
+    object after a conflict), so a write that lands between the deleter's read and its write is kept. The
+    deleter's whole copy written back unconditionally lost it: the garbage collector marking a pod's claim
+    deleted (finalizer) while the DRA driver wrote the claim's ``status.devices`` Ready=True (a
+    ``device_unhealthy`` fault ending) put the fault's Ready=False back; a graceful pod deletion did the
+    same to the kubelet's status (``allocatedResourcesStatus``), a deallocation came back the same way."""
+    meta = stored.setdefault("metadata", {})
+    marked = deleter.get("metadata") or {}
+    if not meta.get("deletionTimestamp"):  # a deletion that got there first keeps its time and grace
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            if field in marked:
+                meta[field] = marked[field]
+    if kind == "Namespace" and (deleter.get("status") or {}).get("phase"):
+        stored.setdefault("status", {})["phase"] = deleter["status"]["phase"]
+    return stored
+
+
 def _spec_part(obj: dict) -> dict:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
 
@@ -727,9 +749,11 @@ class Store:
 
         ``expected_rv`` is the client's resourceVersion precondition (None = unconditional). A
         write that changes nothing is not written: the resourceVersion stays, as in Kubernetes.
-        Identity fields are the stored ones; ``deleting`` lets the deletion path set
-        ``deletionTimestamp`` and ``deletionGracePeriodSeconds``. The current object is the cached
-        one; the compare-and-swap on its mod_revision catches a cache that etcd has moved past.
+        Identity fields are the stored ones; ``deleting`` is the deletion path's write (``Api.delete``:
+        ``deletionTimestamp`` and ``deletionGracePeriodSeconds``, a Namespace's ``status.phase``), made to
+        the object as stored when the key's writer lock is held, not to the copy the deleter read before
+        (:func:`_deletion_applied`). The current object is the cached one; the compare-and-swap on its
+        mod_revision catches a cache that etcd has moved past.
         """
         meta = obj.setdefault("metadata", {})
         namespace = meta.get("namespace") if rtype.namespaced else None
@@ -745,6 +769,9 @@ class Store:
                                "the object has been modified; please apply your changes to the latest version and try again")
             current = json.loads(value)
             cur_meta = current.get("metadata", {})
+            if deleting:
+                obj = _deletion_applied(json.loads(value), obj, rtype.kind)
+                meta = obj["metadata"]
             # Identity is the server's.
             fields = ("uid", "creationTimestamp", "namespace", "name")
             if not deleting:  # only the deletion path may set these

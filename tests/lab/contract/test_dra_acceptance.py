@@ -280,7 +280,7 @@ def test_device_health_is_reflected_in_the_status_and_recorded(lab, tmp_path):
     kubelet's allocatedResourcesStatus and the driver's claim status.devices say so, and the module records
     both, as received, with the status objects; when the fault ends both say Healthy again."""
     for node, health in (("gpu-1", "Unhealthy"), ("gpu-2", "Unhealthy"), ("gpu-3", "Unknown"), ("gpu-4", "Unknown")):
-        lab.server.fault_engine.add({"device_unhealthy": {"node": node, "health": health, "seconds": 9}})
+        lab.server.fault_engine.add({"device_unhealthy": {"node": node, "health": health, "seconds": 10}})
     # a Warning about one of the run's pods (the lab's own components post no Events), and one about another pod
     try:
         lab.core.create_namespace({"metadata": {"name": NS}})
@@ -293,7 +293,9 @@ def test_device_health_is_reflected_in_the_status_and_recorded(lab, tmp_path):
             "involvedObject": {"kind": "Pod", "namespace": NS, "name": pod_name},
             "source": {"component": "kubelet", "host": "gpu-1"}, "firstTimestamp": "2026-12-02T10:00:00Z",
             "lastTimestamp": "2026-12-02T10:00:05Z"})
-    result = lifecycles(lab, tmp_path, "health", count=4, concurrency=4, kinds=["template"], hold_seconds=7)
+    # The fault is added before the first claim exists, so every pod is deleted at least 13 s after it and the
+    # fault (10 s) has ended 3 s before the first deletion on any machine; the claims need < 10 s to get Ready.
+    result = lifecycles(lab, tmp_path, "health", count=4, concurrency=4, kinds=["template"], hold_seconds=13)
     assert result["success_rate"]["numerator"] == 4, result.get("msg")
     events = result["events"]
     assert events["warnings_total"] == 1 and events["by_reason"] == {"Warning/FailedPrepareDynamicResources": 2}, events

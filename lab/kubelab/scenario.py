@@ -279,8 +279,8 @@ def _node(chk: _Checker, entry, index: int, now: str, field: str | None = None, 
     }
 
 
-def _object(chk: _Checker, manifest, index: int) -> dict:
-    field = "objects[%d]" % index
+def _object(chk: _Checker, manifest, index: int, field: str | None = None) -> dict:
+    field = field or "objects[%d]" % index
     chk.mapping(manifest, field)
     for key in ("apiVersion", "kind"):
         if key not in manifest:
@@ -348,7 +348,7 @@ def validate_scenario(data, source: str = "<scenario>") -> dict:
                 chk.fail("faults[%d]" % i, str(exc))
 
     objects = [_object(chk, manifest, i) for i, manifest in enumerate(chk.sequence(data.get("objects") or [], "objects"))]
-    objects += _helm_releases(chk, data.get("helm_releases") or [], now)
+    objects += _helm_releases(chk, data.get("helm_releases") or [], now, objects)
     return {
         "name": chk.string(data.get("name", ""), "name"),
         "description": chk.string(data.get("description", ""), "description"),
@@ -375,10 +375,13 @@ def _pool(chk: _Checker, entry, index: int) -> list:
             for n in range(1, count + 1)]
 
 
-def _helm_releases(chk, entries, stamp: str) -> list[dict]:
-    """``helm_releases``: Helm storage Secrets (kubelab.helmstore), checked field by field."""
-    from kubelab.helmstore import STATUSES, release_secrets
-    secrets = []
+def _helm_releases(chk, entries, stamp: str, objects: list) -> list[dict]:
+    """``helm_releases``: the objects Helm applied for each release's deployed revision (its ``manifest``,
+    with Helm's ownership annotations; one that ``objects`` already holds is left to it) and the Helm
+    storage Secrets (kubelab.helmstore), checked field by field."""
+    from kubelab.helmstore import STATUSES, release_objects, release_secrets
+    created = {_identity(obj) for obj in objects}
+    applied, secrets = [], []
     for index, entry in enumerate(chk.sequence(entries, "helm_releases")):
         where = "helm_releases[%d]" % index
         if not isinstance(entry, dict):
@@ -394,8 +397,35 @@ def _helm_releases(chk, entries, stamp: str) -> list[dict]:
                 chk.fail("%s.revisions[%d].chart_version" % (where, number), "required string (quote versions)")
             if rev.get("status", "deployed") not in STATUSES:
                 chk.fail("%s.revisions[%d].status" % (where, number), "must be one of %s" % ", ".join(STATUSES))
+            _release_manifest(chk, rev.get("manifest"), "%s.revisions[%d].manifest" % (where, number))
+        for obj in release_objects(entry):
+            if _identity(obj) not in created:
+                created.add(_identity(obj))
+                applied.append(obj)
         secrets += release_secrets(entry, stamp)
-    return secrets
+    return applied + secrets
+
+
+def _identity(obj: dict) -> tuple:
+    """(API group, kind, namespace, name) of a manifest."""
+    metadata = obj.get("metadata") or {}
+    group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+    return group, obj.get("kind"), metadata.get("namespace"), metadata.get("name")
+
+
+def _release_manifest(chk, manifest, where: str) -> None:
+    """A revision's ``manifest``: template path -> list of objects (apiVersion, kind, metadata.name)."""
+    if manifest is None:
+        return
+    if not isinstance(manifest, dict):
+        chk.fail(where, "must be a mapping of template path (templates/x.yaml) to the objects it rendered")
+    for path, objects in manifest.items():
+        if not isinstance(path, str) or not path:
+            chk.fail(where, "template paths must be strings, got %r" % (path,))
+        if not isinstance(objects, list):
+            chk.fail("%s[%s]" % (where, path), "must be a list of objects")
+        for number, obj in enumerate(objects):
+            _object(chk, obj, number, "%s[%s][%d]" % (where, path, number))
 
 
 def load_scenario(path: str) -> dict:

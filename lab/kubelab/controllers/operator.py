@@ -2,10 +2,18 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The NVIDIA GPU Operator, as far as an upgrade gate sees it (docs: /work/shared/DOMAIN.md §1).
 
+The operator is a process: its Deployment ``gpu-operator`` (the one the Helm release installs). It
+reconciles only while that Deployment exists, is not being deleted and has an available replica
+(``status.availableReplicas >= 1``), as the real operator's controllers run only in its running pod.
+Without it nothing is reconciled: the operands already made stay as they are (DaemonSets keep
+running, owned by the CR), changes to the CRs are not acted on and their ``status`` is not written
+(it keeps its last state). Once the Deployment is available again, reconciliation resumes (the
+``operator_ready_seconds`` wait starts over, as a restarted operator's).
+
 It acts once the CRDs are served and a ``ClusterPolicy`` (``nvidia.com/v1``, ``cluster-policy``) or
 a ``GPUCluster`` (``nvidia.com/v1alpha1``, ``gpu-cluster``) exists; both are cluster-scoped. The
-operands go to the operator's namespace (that of a Deployment ``gpu-operator``, else
-``gpu-operator``), owned by the CR (deleting it garbage-collects them):
+operands go to the operator's namespace (that of its Deployment, the chart's ``OPERATOR_NAMESPACE``),
+owned by the CR (deleting it garbage-collects them):
 
 * ClusterPolicy: DaemonSets ``nvidia-device-plugin-daemonset``, ``nvidia-operator-validator``,
   ``nvidia-container-toolkit-daemonset``, ``gpu-feature-discovery``;
@@ -39,11 +47,12 @@ import time
 
 from kubelab.clone import clone
 from kubelab.controllers import Controller
-from kubelab.controllers.common import meta, owner_reference, set_condition, spec, stable_hash, status
+from kubelab.controllers.common import (meta, owner_reference, set_condition, spec, stable_hash, status,
+                                        terminating)
 from kubelab.errors import ApiError
 
 MANAGER = "gpu-operator"
-DEFAULT_NAMESPACE = "gpu-operator"
+OPERATOR_DEPLOYMENT = "gpu-operator"  # the operator's own Deployment (the chart's templates/operator.yaml)
 HASH_ANNOTATION = "kubelab.gpufleet.io/operand-hash"
 GPU_NODE_SELECTOR = {"nvidia.com/gpu.present": "true"}
 # component: (spec key, default repository, image, version)
@@ -172,6 +181,21 @@ def image_tag(ref: str) -> str:
     return last.rsplit(":", 1)[1] if ":" in last and "@" not in last else ""
 
 
+def operator_available(deployment: dict) -> bool:
+    """Whether the operator's Deployment runs the operator: not being deleted, an available replica."""
+    try:
+        available = int(status(deployment).get("availableReplicas") or 0)
+    except (TypeError, ValueError):
+        available = 0
+    return not terminating(deployment) and available >= 1
+
+
+def operator_version(deployment: dict) -> str:
+    """The tag of the operator Deployment's image (the chart's appVersion): what the validator defaults to."""
+    containers = ((spec(deployment).get("template") or {}).get("spec") or {}).get("containers") or []
+    return image_tag(containers[0].get("image", "")) if containers else ""
+
+
 class GpuOperatorController(Controller):
     watches = ("ClusterPolicy", "GPUCluster", "DaemonSet", "Deployment")
     resync_seconds = 0.5
@@ -189,6 +213,11 @@ class GpuOperatorController(Controller):
         return rtype, self.api.list(rtype, None, shared=True)["items"]
 
     def reconcile(self) -> None:
+        operator = self.running_operator()
+        if operator is None:  # no operator process: nothing reconciles, nothing writes status
+            self.ready_since.clear()
+            return
+        namespace, version = meta(operator)["namespace"], operator_version(operator)
         cp_type, policies = self._crs("v1", "clusterpolicies")
         gc_type, clusters = self._crs("v1alpha1", "gpuclusters")
         live = [(cp_type, cr, CLUSTER_POLICY_OPERANDS) for cr in policies if not meta(cr).get("deletionTimestamp")]
@@ -200,24 +229,16 @@ class GpuOperatorController(Controller):
                 self._status(rtype, cr, False, "PrerequisiteNotMet",
                              "%s both exist; it is an invalid configuration for both CRs to exist: delete one" % names)
             return
-        namespace, version = self._namespace() if live else (DEFAULT_NAMESPACE, "")
         for rtype, cr, operands in live:
             self._reconcile(rtype, cr, operands, namespace, version)
 
-    def _namespace(self) -> tuple:
-        """(the operator's namespace, the tag of its image) from the ``gpu-operator`` Deployment."""
+    def running_operator(self) -> dict | None:
+        """The operator's Deployment when its process runs: named ``gpu-operator``, not being deleted, with
+        ``status.availableReplicas >= 1``; None otherwise (deleted, scaled to 0, its pod not available)."""
         deployments = self.api.list(self.kinds["Deployment"], None,
-                                    field_selector="metadata.name=gpu-operator", shared=True)["items"]
-        namespace = meta(deployments[0])["namespace"] if deployments else DEFAULT_NAMESPACE
-        version = ""
-        if deployments:
-            containers = ((spec(deployments[0]).get("template") or {}).get("spec") or {}).get("containers") or []
-            version = image_tag(containers[0].get("image", "")) if containers else ""
-        ns_type = self.rtype("", "v1", "namespaces")
-        if self.store.get_or_none(ns_type, None, namespace) is None:
-            self.api.create(ns_type, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-                            field_manager=MANAGER)
-        return namespace, version
+                                    field_selector="metadata.name=%s" % OPERATOR_DEPLOYMENT, shared=True)["items"]
+        running = [d for d in deployments if operator_available(d)]
+        return min(running, key=lambda d: meta(d)["namespace"]) if running else None
 
     def _reconcile(self, rtype, cr: dict, operands: tuple, namespace: str, version: str = "") -> None:
         problems = []

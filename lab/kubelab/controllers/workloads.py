@@ -7,7 +7,7 @@ template; the RS carries the Deployment's labels, selector and template plus the
 ``pod-template-hash`` label, an ownerReference with ``controller: true`` and the Deployment's uid,
 and the ``deployment.kubernetes.io/revision`` annotation) -> Pods ``<rs>-<5 random>``.
 
-Rollouts (simplified; no ControllerRevision, no progressDeadlineSeconds timeout):
+Rollouts (simplified; no ControllerRevision):
 
 * Recreate: the old ReplicaSets go to 0 first; the new one is scaled up once their pods are gone.
 * RollingUpdate (default): the new RS grows while the total stays within replicas + maxSurge
@@ -22,10 +22,16 @@ Rollouts (simplified; no ControllerRevision, no progressDeadlineSeconds timeout)
   2147483647, nor after ProgressDeadlineExceeded).
 
 Deployment status: observedGeneration, replicas, updatedReplicas, readyReplicas, availableReplicas,
-unavailableReplicas and the conditions Available (MinimumReplicasAvailable) and Progressing
-(NewReplicaSetCreated / ReplicaSetUpdated / NewReplicaSetAvailable): what Helm's kstatus
-``watcher`` and ``legacy`` waits check. ReplicaSet status: replicas, fullyLabeledReplicas,
-readyReplicas, availableReplicas (``minReadySeconds`` honoured), observedGeneration.
+unavailableReplicas and the conditions Available (MinimumReplicasAvailable) and Progressing, as
+syncRolloutStatus sets it (NewReplicaSetCreated / FoundNewReplicaSet / ReplicaSetUpdated on progress /
+NewReplicaSetAvailable; False ``ProgressDeadlineExceeded`` once nothing progressed for
+``progressDeadlineSeconds`` since its lastUpdateTime, which ``kubectl rollout status`` fails on; none
+with progressDeadlineSeconds 2147483647), plus the ReplicaSets' ``ReplicaFailure`` copied
+(getReplicaFailures: the new ReplicaSet's first): what Helm's kstatus ``watcher`` and ``legacy`` waits
+check. ReplicaSet status: replicas, fullyLabeledReplicas, readyReplicas, availableReplicas
+(``minReadySeconds`` honoured), observedGeneration, and ReplicaFailure (FailedCreate) while pod creates
+are refused (``sync_pods``: e.g. ServiceAccount admission's 403 for a missing ServiceAccount), retried
+with a backoff until they succeed.
 """
 
 from __future__ import annotations
@@ -485,6 +491,7 @@ class DeploymentController(Controller):
 
     def _status(self, deploy: dict, new: dict | None, olds: list, created: bool, desired: int, max_unavailable: int,
                 progressing: bool = True) -> None:
+        """calculateStatus, then (outside a pause) syncRolloutStatus's Progressing and ReplicaFailure."""
         every = ([new] if new is not None else []) + olds
         total = sum(int(status(rs).get("replicas", 0)) for rs in every)
         ready = sum(int(status(rs).get("readyReplicas", 0)) for rs in every)
@@ -499,28 +506,117 @@ class DeploymentController(Controller):
             new_status.pop("unavailableReplicas", None)
         conditions = new_status.get("conditions") or []
         if avail >= desired - max_unavailable:
-            conditions = set_condition(conditions, "Available", "True", "MinimumReplicasAvailable",
-                                       "Deployment has minimum availability.", update_time=True)
+            conditions = set_deployment_condition(conditions, "Available", "True", "MinimumReplicasAvailable",
+                                                  "Deployment has minimum availability.")
         else:
-            conditions = set_condition(conditions, "Available", "False", "MinimumReplicasUnavailable",
-                                       "Deployment does not have minimum availability.", update_time=True)
-        if not progressing or new is None:
-            order = {"Available": 0, "Progressing": 1}
-            new_status["conditions"] = sorted(conditions, key=lambda c: order.get(c.get("type"), 2))
-            write_status(self.api, self.deployments, deploy, new_status)
-            return
-        rs_name = meta(new)["name"]
-        new_ok = int(status(new).get("availableReplicas", 0)) >= desired and \
-            int(status(new).get("observedGeneration", 0)) >= meta(new).get("generation", 1)
-        if updated == desired and total == desired and new_ok and int(spec(new).get("replicas", 1)) == desired:
-            conditions = set_condition(conditions, "Progressing", "True", "NewReplicaSetAvailable",
-                                       'ReplicaSet "%s" has successfully progressed.' % rs_name, update_time=True)
-        elif created:
-            conditions = set_condition(conditions, "Progressing", "True", "NewReplicaSetCreated",
-                                       'Created new replica set "%s"' % rs_name, update_time=True)
-        else:
-            conditions = set_condition(conditions, "Progressing", "True", "ReplicaSetUpdated",
-                                       'ReplicaSet "%s" is progressing.' % rs_name, update_time=True)
+            conditions = set_deployment_condition(conditions, "Available", "False", "MinimumReplicasUnavailable",
+                                                  "Deployment does not have minimum availability.")
+        if progressing and new is not None:
+            conditions = self._progress(deploy, new, created, desired, new_status, conditions)
+            failures = replica_failures(new, olds)  # getReplicaFailures: the new ReplicaSet's first
+            if failures:
+                conditions = set_deployment_condition(conditions, REPLICA_FAILURE, failures["status"],
+                                                      failures.get("reason", ""), failures.get("message", ""),
+                                                      stamp=failures.get("lastTransitionTime"))
+            else:
+                conditions = [c for c in conditions if c.get("type") != REPLICA_FAILURE]
         order = {"Available": 0, "Progressing": 1}
         new_status["conditions"] = sorted(conditions, key=lambda c: order.get(c.get("type"), 2))
+        if not new_status["conditions"]:
+            new_status.pop("conditions")
         write_status(self.api, self.deployments, deploy, new_status)
+
+    def _progress(self, deploy: dict, new: dict, created: bool, desired: int, new_status: dict,
+                  conditions: list) -> list:
+        """syncRolloutStatus's Progressing condition (only with a progress deadline; none: no condition).
+
+        A new ReplicaSet: ``NewReplicaSetCreated`` (getNewReplicaSet). Then, unless the rollout had already
+        completed: complete -> ``NewReplicaSetAvailable``; progress since the last status (more updated,
+        ready or available replicas, fewer old ones) -> ``ReplicaSetUpdated`` with a new lastUpdateTime;
+        no progress for ``progressDeadlineSeconds`` since lastUpdateTime -> False ``ProgressDeadlineExceeded``
+        (what ``kubectl rollout status`` fails on). Checked on every pass (the resync stands in for
+        requeueStuckDeployment)."""
+        deadline = spec(deploy).get("progressDeadlineSeconds")
+        if deadline is not None and int(deadline) == NO_PROGRESS_DEADLINE:
+            return [c for c in conditions if c.get("type") != "Progressing"]
+        rs_name = meta(new)["name"]
+        if created:
+            conditions = set_deployment_condition(conditions, "Progressing", "True", NEW_RS_REASON,
+                                                  'Created new replica set "%s"' % rs_name)
+        elif not any(c.get("type") == "Progressing" for c in conditions):
+            conditions = set_deployment_condition(conditions, "Progressing", "True", FOUND_NEW_RS_REASON,
+                                                  'Found new replica set "%s"' % rs_name)
+        current = next((c for c in conditions if c.get("type") == "Progressing"), None)
+        if new_status["replicas"] == new_status["updatedReplicas"] and current is not None \
+                and current.get("reason") == NEW_RS_AVAILABLE_REASON:
+            return conditions  # the last rollout completed: a resync estimates no progress
+        if new_status["updatedReplicas"] == desired and new_status["replicas"] == desired \
+                and new_status["availableReplicas"] == desired \
+                and new_status["observedGeneration"] >= meta(deploy).get("generation", 1):
+            return set_deployment_condition(conditions, "Progressing", "True", NEW_RS_AVAILABLE_REASON,
+                                            'ReplicaSet "%s" has successfully progressed.' % rs_name)
+        old = status(deploy)
+        if (new_status["updatedReplicas"] > int(old.get("updatedReplicas", 0))
+                or new_status["replicas"] - new_status["updatedReplicas"]
+                < int(old.get("replicas", 0)) - int(old.get("updatedReplicas", 0))
+                or new_status["readyReplicas"] > int(old.get("readyReplicas", 0))
+                or new_status["availableReplicas"] > int(old.get("availableReplicas", 0))):
+            # the Progressing condition is rewritten with a new lastUpdateTime on any progress
+            stamp = now()
+            kept = current.get("lastTransitionTime") if current is not None and current.get("status") == "True" \
+                else stamp
+            return [c for c in conditions if c.get("type") != "Progressing"] + [
+                {"type": "Progressing", "status": "True", "lastUpdateTime": stamp, "lastTransitionTime": kept,
+                 "reason": REPLICA_SET_UPDATED_REASON, "message": 'ReplicaSet "%s" is progressing.' % rs_name}]
+        if timed_out(current, int(deadline if deadline is not None else 600)):
+            return set_deployment_condition(conditions, "Progressing", "False", TIMED_OUT_REASON,
+                                            'ReplicaSet "%s" has timed out progressing.' % rs_name)
+        return conditions
+
+
+NEW_RS_REASON = "NewReplicaSetCreated"
+FOUND_NEW_RS_REASON = "FoundNewReplicaSet"
+NEW_RS_AVAILABLE_REASON = "NewReplicaSetAvailable"
+REPLICA_SET_UPDATED_REASON = "ReplicaSetUpdated"
+TIMED_OUT_REASON = "ProgressDeadlineExceeded"
+
+
+def set_deployment_condition(conditions: list, kind: str, state: str, reason: str, message: str,
+                             stamp: str | None = None) -> list:
+    """deploymentutil.SetDeploymentCondition: nothing changes when ``kind`` already has this status and
+    reason (the message and times stay); else the condition is replaced, lastUpdateTime now (or ``stamp``),
+    lastTransitionTime kept when the status is the same. The replaced one goes to the end, as kube appends it."""
+    current = next((c for c in conditions or [] if c.get("type") == kind), None)
+    if current is not None and current.get("status") == state and current.get("reason", "") == reason:
+        return [dict(c) for c in conditions]
+    stamp = stamp or now()
+    cond = {"type": kind, "status": state, "lastUpdateTime": stamp,
+            "lastTransitionTime": current.get("lastTransitionTime", stamp)
+            if current is not None and current.get("status") == state else stamp,
+            "reason": reason, "message": message}
+    if not message:
+        del cond["message"]
+    return [dict(c) for c in conditions or [] if c.get("type") != kind] + [cond]
+
+
+def replica_failures(new: dict | None, olds: list) -> dict | None:
+    """getReplicaFailures: the new ReplicaSet's ReplicaFailure condition, else an old one's; None without."""
+    for rs in ([new] if new is not None else []) + list(olds):
+        found = condition(rs, REPLICA_FAILURE)
+        if found is not None:
+            return found
+    return None
+
+
+def timed_out(progressing: dict | None, deadline: int) -> bool:
+    """deploymentutil.DeploymentTimedOut for the current Progressing condition."""
+    if progressing is None or progressing.get("reason") == NEW_RS_AVAILABLE_REASON:
+        return False
+    if progressing.get("reason") == TIMED_OUT_REASON:
+        return True
+    try:
+        since = datetime.datetime.strptime(progressing.get("lastUpdateTime") or "", "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return False
+    since = since.replace(tzinfo=datetime.timezone.utc)
+    return since + datetime.timedelta(seconds=deadline) < datetime.datetime.now(datetime.timezone.utc)

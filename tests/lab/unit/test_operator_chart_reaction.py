@@ -159,6 +159,11 @@ def test_image_change_goes_not_ready_then_ready_after_operator_ready_seconds(lab
     for crd in operator_charts.chart_crds("26.3.1").values():
         api.create(crd_type, None, crd, field_manager="test")
     objects = rendered("26.3.1", tmp_path)
+    # the operator itself first (it reconciles only while its Deployment is available), then its CR
+    api.create(_rtype(lab, "", "v1", "serviceaccounts"), NAMESPACE, objects["ServiceAccount/gpu-operator"],
+               field_manager="helm")
+    api.create(_rtype(lab, "apps", "v1", "deployments"), NAMESPACE, objects["Deployment/gpu-operator"],
+               field_manager="helm")
     api.create(_policy_type(lab), None, objects["ClusterPolicy/cluster-policy"], field_manager="helm")
     wait_for(lambda: _state(lab) == "ready", 60, "ClusterPolicy ready")
     assert _plugin(lab)["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":v0.19.0")
@@ -211,15 +216,9 @@ def test_disabled_operand_is_removed_and_comes_back(lab):
 
 def test_validator_version_follows_the_operator_deployment(lab):
     deployments = _rtype(lab, "apps", "v1", "deployments")
-    lab.server.api.create(deployments, NAMESPACE, {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "gpu-operator", "namespace": NAMESPACE},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "gpu-operator"}},
-                 "template": {"metadata": {"labels": {"app": "gpu-operator"}},
-                              "spec": {"tolerations": [{"key": "node-role.kubernetes.io/control-plane",
-                                                        "operator": "Exists", "effect": "NoSchedule"}],
-                                       "containers": [{"name": "gpu-operator",
-                                                       "image": "nvcr.io/nvidia/gpu-operator:v26.6.2"}]}}}},
-        field_manager="helm")
+    body = copy.deepcopy(lab.server.store.get(deployments, NAMESPACE, "gpu-operator"))  # the chart's, from above
+    body["spec"]["template"]["spec"]["containers"][0]["image"] = "nvcr.io/nvidia/gpu-operator:v26.6.2"
+    lab.server.api.update(deployments, NAMESPACE, "gpu-operator", body, field_manager="helm")
     _set_spec(lab, lambda s: s["validator"].pop("version", None))
     daemonsets = _rtype(lab, "apps", "v1", "daemonsets")
 
@@ -229,3 +228,70 @@ def test_validator_version_follows_the_operator_deployment(lab):
     wait_for(lambda: validator_image() == "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.6.2", 20,
              "validator at the operator's version")
     wait_for(lambda: _state(lab) == "ready", 60, "ready after the validator rollout")
+
+
+def test_operator_available_and_version():
+    running = {"metadata": {"name": "gpu-operator", "namespace": NAMESPACE}, "status": {"availableReplicas": 1},
+               "spec": {"template": {"spec": {"containers": [{"image": "nvcr.io/nvidia/gpu-operator:v26.3.1"}]}}}}
+    assert gpu_operator.operator_available(running)
+    assert gpu_operator.operator_version(running) == "v26.3.1"
+    assert not gpu_operator.operator_available(dict(running, status={"availableReplicas": 0}))
+    assert not gpu_operator.operator_available(dict(running, status={}))  # never available yet
+    deleting = dict(running, metadata=dict(running["metadata"], deletionTimestamp="2026-12-01T00:00:00Z"))
+    assert not gpu_operator.operator_available(deleting)
+
+
+def _operator_deployment(lab):
+    return lab.server.store.get_or_none(_rtype(lab, "apps", "v1", "deployments"), NAMESPACE, "gpu-operator")
+
+
+def _unchanged_while_the_operator_is_down(lab, mutate, image_suffix) -> None:
+    """Change the ClusterPolicy spec; for 2 s neither the operand DaemonSet nor the status follows."""
+    before = lab.server.store.get(_policy_type(lab), None, "cluster-policy")
+    plugin_before = _plugin(lab)
+    _set_spec(lab, mutate)
+    generation = lab.server.store.get(_policy_type(lab), None, "cluster-policy")["metadata"]["generation"]
+    assert generation > before["metadata"]["generation"]
+    time.sleep(2.0)  # four operator resyncs
+    after = lab.server.store.get(_policy_type(lab), None, "cluster-policy")
+    assert after["status"] == before["status"], "the ClusterPolicy status was written with no operator running"
+    assert {c["observedGeneration"] for c in after["status"]["conditions"]} == {before["metadata"]["generation"]}
+    plugin = _plugin(lab)
+    assert plugin["metadata"]["resourceVersion"] == plugin_before["metadata"]["resourceVersion"]
+    assert not plugin["spec"]["template"]["spec"]["containers"][0]["image"].endswith(image_suffix)
+    assert plugin["status"]["numberReady"] == plugin["status"]["desiredNumberScheduled"] > 0  # operands keep running
+
+
+def _follows(lab, image_suffix) -> None:
+    wait_for(lambda: _plugin(lab)["spec"]["template"]["spec"]["containers"][0]["image"].endswith(image_suffix), 30,
+             "the device plugin DaemonSet follows the ClusterPolicy")
+
+    def reconciled():
+        cr = lab.server.store.get(_policy_type(lab), None, "cluster-policy")
+        return cr["status"]["state"] == "ready" and {c["observedGeneration"] for c in cr["status"]["conditions"]} \
+            == {cr["metadata"]["generation"]}
+    wait_for(reconciled, 60, "the ClusterPolicy status reconciled at its generation")
+
+
+def test_operator_reconciles_only_while_its_deployment_is_available(lab, tmp_path):
+    api, deployments = lab.server.api, _rtype(lab, "apps", "v1", "deployments")
+    wait_for(lambda: _state(lab) == "ready", 60, "ready")
+    # deleted (as `helm uninstall` or `kubectl delete deployment` would): the operands stay, nothing follows
+    api.delete(deployments, NAMESPACE, "gpu-operator", {"propagationPolicy": "Background"})
+    wait_for(lambda: _operator_deployment(lab) is None, 20, "the operator's Deployment gone")
+    time.sleep(0.6)  # an operator pass that had read the Deployment before it went is over
+    _unchanged_while_the_operator_is_down(lab, lambda s: s["devicePlugin"].update(version="v0.20.5"), ":v0.20.5")
+    # back (its pod available): the change made meanwhile is acted on
+    operator = rendered("26.3.1", tmp_path)["Deployment/gpu-operator"]
+    api.create(deployments, NAMESPACE, operator, field_manager="helm")
+    _follows(lab, ":v0.20.5")
+
+    # scaled to 0: no operator pod, no reconciling; scaled back: it resumes
+    api.patch(deployments, NAMESPACE, "gpu-operator", "application/merge-patch+json", b'{"spec": {"replicas": 0}}')
+    wait_for(lambda: (_operator_deployment(lab).get("status") or {}).get("availableReplicas", 0) == 0
+             and _operator_deployment(lab)["status"].get("observedGeneration") ==
+             _operator_deployment(lab)["metadata"]["generation"], 20, "the operator scaled to 0")
+    time.sleep(0.6)
+    _unchanged_while_the_operator_is_down(lab, lambda s: s["devicePlugin"].update(version="v0.20.6"), ":v0.20.6")
+    api.patch(deployments, NAMESPACE, "gpu-operator", "application/merge-patch+json", b'{"spec": {"replicas": 1}}')
+    _follows(lab, ":v0.20.6")

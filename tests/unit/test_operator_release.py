@@ -266,6 +266,42 @@ def test_rollback_in_history():
     assert result["values_diff"] == []  # no captured values given
 
 
+OPERATOR_MANIFEST = """---
+# Source: gpu-operator/templates/serviceaccount.yaml
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: gpu-operator, namespace: gpu-operator}
+---
+# Source: gpu-operator/templates/operator.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: gpu-operator, namespace: gpu-operator}
+"""
+
+
+@pytest.mark.parametrize("manifest, refused", [
+    ("", True),  # the prod-26.3 scenario's old release: an empty manifest
+    ("---\n# Source: x\n", True),
+    (OPERATOR_MANIFEST.replace("name: gpu-operator, namespace: gpu-operator}\n---", "name: gpu-operator, namespace: other}\n---"), False),
+    (OPERATOR_MANIFEST.replace("kind: Deployment\nmetadata: {name: gpu-operator, namespace: gpu-operator}",
+                               "kind: Deployment\nmetadata: {name: gpu-operator, namespace: elsewhere}"), True),
+    (OPERATOR_MANIFEST, False),
+], ids=["empty", "no objects", "service account elsewhere", "deployment in another namespace", "the operator"])
+def test_a_rollback_to_a_revision_without_the_operator_deployment_is_refused_before_any_write(manifest, refused):
+    helm = FakeHelm([("superseded", "v26.3.1", USER), ("deployed", "v26.6.2", MERGED)])
+    helm.get_manifest = lambda release, revision: manifest if revision == 1 else OPERATOR_MANIFEST
+    if not refused:
+        assert orl.plan_rollback(helm, REL, NS, 1, keep_deployment="gpu-operator")["op"] == "rollback"
+        return
+    with pytest.raises(orl.ReleaseError) as info:
+        orl.plan_rollback(helm, REL, NS, 1, keep_deployment="gpu-operator")
+    text = str(info.value)
+    assert "to revision 1 would remove Deployment %s/gpu-operator" % NS in text and "nothing was changed" in text
+    assert info.value.extra["removes"] == "gpu-operator" and not helm.writes
+    # without keep_deployment the rollback is planned as before (the caller's choice)
+    assert orl.plan_rollback(helm, REL, NS, 1)["op"] == "rollback"
+
+
 def test_rollback_reinstalls_a_pruned_revision_or_a_gone_release():
     pruned = FakeHelm([("superseded", "v26.3.1", USER), ("deployed", "v26.6.2", MERGED)])
     pruned.offset = 1

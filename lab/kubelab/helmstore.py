@@ -58,9 +58,11 @@ def manifest_documents(chart: str, manifest: dict | None) -> list[tuple[str, dic
 def manifest_text(chart: str, manifest: dict | None) -> str:
     """The release's ``manifest`` string as Helm writes it (``---\n# Source: <template>\n<yaml>\n`` each)."""
     # a JSON round trip first: objects a scenario shares through YAML aliases are written out, not as anchors
-    return "".join("---\n# Source: %s\n%s\n" % (source, yaml.safe_dump(json.loads(json.dumps(obj)), sort_keys=False,
-                                                                         default_flow_style=False).rstrip("\n"))
-                   for source, obj in manifest_documents(chart, manifest))
+    parts = []
+    for source, obj in manifest_documents(chart, manifest):
+        text = yaml.safe_dump(json.loads(json.dumps(obj)), sort_keys=False, default_flow_style=False)
+        parts.append("---\n# Source: %s\n%s\n" % (source, text.rstrip("\n")))
+    return "".join(parts)
 
 
 def deployed_revision(entry: dict) -> dict | None:

@@ -44,8 +44,7 @@ def kubectl(lab, *args, stdin: str | None = None, check: bool = True) -> subproc
     proc = subprocess.run([KUBECTL, *args], input=stdin, env=lab.env(), capture_output=True, text=True, timeout=120,
                           check=False)
     if check and proc.returncode != 0:
-        raise AssertionError("kubectl %s failed (%d): %s %s" % (" ".join(args), proc.returncode, proc.stdout,
-                                                                 proc.stderr))
+        raise AssertionError("kubectl %s failed (%d): %s %s" % (" ".join(args), proc.returncode, proc.stdout, proc.stderr))
     return proc
 
 

@@ -117,8 +117,8 @@ def test_rollout_without_its_service_account_stalls_then_completes(lab):
               and e["involvedObject"]["name"] == rs["metadata"]["name"]]
     assert warned and warned[0]["type"] == "Warning" and warned[0]["source"] == {"component": "replicaset-controller"}
 
-    dep = testing.wait_for(lambda: (lambda d: d if progress_reason() == "ProgressDeadlineExceeded" else None)(
-        api.get(deployments, ns, name)), 20, "ProgressDeadlineExceeded")
+    testing.wait_for(lambda: progress_reason() == "ProgressDeadlineExceeded", 20, "ProgressDeadlineExceeded")
+    dep = api.get(deployments, ns, name)
     conds = conditions(dep)
     assert conds["Progressing"]["status"] == "False"
     assert conds["Progressing"]["message"] == 'ReplicaSet "%s" has timed out progressing.' % rs["metadata"]["name"]
@@ -142,6 +142,7 @@ def test_no_progress_deadline_means_no_progressing_condition(lab):
         "spec": {"replicas": 1, "progressDeadlineSeconds": 2147483647, "selector": {"matchLabels": {"app": "nd"}},
                  "template": {"metadata": {"labels": {"app": "nd"}},
                               "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}})
-    dep = testing.wait_for(lambda: (lambda d: d if (d.get("status") or {}).get("availableReplicas") == 1 else None)(
-        api.get(deployments, "default", "no-deadline")), 20, "available")
+    testing.wait_for(lambda: (api.get(deployments, "default", "no-deadline").get("status") or {}).get("availableReplicas") == 1,
+                     20, "available")
+    dep = api.get(deployments, "default", "no-deadline")
     assert "Progressing" not in conditions(dep) and conditions(dep)["Available"]["status"] == "True"

@@ -131,3 +131,23 @@ def faults(lab, method="GET"):
     request = urllib.request.Request(lab.url + "/kubelab/faults", method=method)
     with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
         return json.load(response)
+
+
+def run_module(lab, name, args, workdir) -> dict:
+    """Run gpufleet.dra_gate.<name> in its own Python process with the lab's kubeconfig; its JSON result."""
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import sys  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    args_file = os.path.join(str(workdir), "args-%d.json" % time.monotonic_ns())
+    with open(args_file, "w") as handle:
+        json.dump({"ANSIBLE_MODULE_ARGS": dict(args, kubeconfig=lab.kubeconfig, _ansible_tmpdir=str(workdir))}, handle)
+    python = os.path.join(VENV_BIN, "python")
+    proc = subprocess.run([python if os.path.exists(python) else sys.executable, "-m",
+                           "ansible_collections.gpufleet.dra_gate.plugins.modules." + name, args_file],
+                          env=env({"PYTHONPATH": COLLECTIONS}), capture_output=True, text=True, timeout=300,
+                          cwd=str(workdir), check=False)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as exc:
+        raise AssertionError("no JSON result from %s: %s %s" % (name, proc.stdout[-3000:], proc.stderr[-3000:])) from exc

@@ -20,6 +20,7 @@ the named task starts, before its module runs: the same moment a person or a syn
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -31,7 +32,7 @@ helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk is not 
 import operator_charts  # tests/ is on pytest's pythonpath (pytest.ini)
 from kubelab.testing import start_lab, stop_lab, wait_for
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.operator_charts import local_digest
-from upgrade_lab import NAMESPACE, RELEASE, kube_clients, playbook, records, revision, settled, tail
+from upgrade_lab import NAMESPACE, RELEASE, kube_clients, playbook, records, revision, run_module, settled, tail
 
 TAMPER_CALLBACK = '''
 import json
@@ -199,3 +200,42 @@ def test_a_chart_changed_between_the_crd_step_and_the_helm_write_is_refused(lab,
     assert refused["helm"]["revision"] is None
     assert revision(lab) == before  # no revision from the changed chart; the rollback found 26.3.1 in place
     assert settled(kube, "v0.19.0")
+
+
+def test_a_rollback_to_a_revision_that_would_remove_the_operator_is_refused_naming_it(lab, kube, charts, installed,
+                                                                                     tmp_path):
+    """A recorded revision whose manifest has no operator Deployment (the prod scenario's release once had an
+    empty one): rolling back to it would delete the operator, so operator_release refuses it by name and
+    writes nothing; without the guard Helm would delete the Deployment."""
+    stripped = shutil.copytree(charts["26.3.1"]["path"], str(tmp_path / "no-operator" / "gpu-operator"))
+    os.unlink(os.path.join(stripped, "templates", "operator.yaml"))
+    chart_yaml = os.path.join(stripped, "Chart.yaml")
+    with open(chart_yaml) as handle:
+        text = handle.read()
+    with open(chart_yaml, "w") as handle:  # another chart version: a real rollback, not "unchanged"
+        handle.write(text.replace("version: v26.3.1", "version: v26.3.0"))
+    installed.upgrade(stripped, RELEASE, namespace=NAMESPACE, wait="watcher", timeout=120)
+    without = revision(lab)
+    names = {d.metadata.name for d in kube["apps"].list_namespaced_deployment(NAMESPACE).items}
+    assert "gpu-operator" not in names  # the revision really has no operator
+    installed.upgrade(charts["26.3.1"]["path"], RELEASE, namespace=NAMESPACE, wait="watcher", timeout=120)
+    wait_for(lambda: settled(kube, "v0.19.0"), 60, "the operator back")
+    current = revision(lab)
+    result = run_module(lab, "operator_release", {"state": "rolled_back", "revision": without, "release": RELEASE,
+                                                  "namespace": NAMESPACE, "backend": "library",
+                                                  "keep_deployment": "gpu-operator"}, tmp_path)
+    assert result.get("failed") and result["changed"] is False, result
+    assert "to revision %d would remove Deployment %s/gpu-operator" % (without, NAMESPACE) in result["msg"], result["msg"]
+    assert revision(lab) == current
+    assert kube["apps"].read_namespaced_deployment("gpu-operator", NAMESPACE).metadata.deletion_timestamp is None
+    # and operator_verify, given the revision's recorded images, names the missing operator the same way
+    images = {"release": RELEASE, "namespace": NAMESPACE, "revision": without, "digests": {},
+              "manifest_images": [{"kind": "DaemonSet", "name": "x", "namespace": NAMESPACE, "container": "x",
+                                   "init": False, "image": "x:1"}]}
+    path = tmp_path / "images.json"
+    path.write_text(json.dumps(images))
+    verify = run_module(lab, "operator_verify", {"namespace": NAMESPACE, "nodes": ["gpu-1", "gpu-2"],
+                                                 "recorded_images_file": str(path),
+                                                 "recorded_images_sha256": hashlib.sha256(path.read_bytes()).hexdigest()},
+                        tmp_path)
+    assert verify.get("failed") and "no Deployment %s/gpu-operator" % NAMESPACE in verify["msg"], verify

@@ -202,8 +202,8 @@ def test_a_chart_changed_between_the_crd_step_and_the_helm_write_is_refused(lab,
     assert settled(kube, "v0.19.0")
 
 
-def test_a_rollback_to_a_revision_that_would_remove_the_operator_is_refused_naming_it(lab, kube, charts, installed,
-                                                                                     tmp_path):
+def test_a_rollback_to_a_revision_that_would_remove_the_operator_is_refused_naming_it(
+        lab, kube, charts, installed, tmp_path):
     """A recorded revision whose manifest has no operator Deployment (the prod scenario's release once had an
     empty one): rolling back to it would delete the operator, so operator_release refuses it by name and
     writes nothing; without the guard Helm would delete the Deployment."""

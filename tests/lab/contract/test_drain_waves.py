@@ -317,6 +317,7 @@ def test_waves_with_pdb_retries_api_bursts_reboots_and_a_dra_node(lab, tmp_path)
     proc, record = run_waves(lab, tmp_path, "waves-check", {"dra_gate_drain_waves": [1, 2, 3]}, check=True, name="check")
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert record is None, "check mode wrote a record"
+    assert "Unable to find" not in proc.stdout + proc.stderr, "check mode looked for records in a directory it did not create"
     assert not any(node(lab, n).spec.unschedulable for n in NODES) and uids(lab) == before, "check mode changed the cluster"
 
     engine = lab.server.fault_engine
@@ -358,6 +359,40 @@ def test_waves_with_pdb_retries_api_bursts_reboots_and_a_dra_node(lab, tmp_path)
     for path in glob.glob(str(tmp_path / "evidence" / "waves-ok" / "drain" / "*" / "*.json")):
         assert os.stat(path).st_mode & 0o777 == 0o600, path
     remove_workloads(lab)
+
+
+def test_bad_waves_groups_and_settings_are_refused_once_before_any_node_is_touched(lab, tmp_path):
+    """Wave sizes Ansible's serial would read as "every node at once" (0, "0%", -1), an unknown wave group and a bad
+    timeout: each refused by the input check (module_utils/inputs_drain_waves.py) once, on the controller, naming the
+    value and the expected form, before any node is cordoned or any evidence is written."""
+    header = "drain_waves: 1 input wrong, nothing was changed:"
+    sizes = "expected a non-empty list of wave sizes, each a whole number above 0 (nodes in the wave) or a percentage above 0%"
+    cases = [
+        ("zero", {"dra_gate_drain_waves": [0]}, ["- dra_gate_drain_waves ", "entry 0 (0): 0 is not a wave size", sizes]),
+        ("zero-pct", {"dra_gate_drain_waves": [1, "0%"]}, ["entry 1 ('0%'): 0% is not a wave size", sizes]),
+        ("negative", {"dra_gate_drain_waves": [-1]}, ["entry 0 (-1): a negative size is not a wave size", sizes]),
+        ("group", {"dra_gate_drain_wave_groups": ["wave_a", "nosuch_pool"]},
+         ["- dra_gate_drain_wave_groups ", "entry 1 ('nosuch_pool') is not an inventory group; "
+          "the inventory's groups are: gpu_nodes, wave_a", "expected a list of inventory groups"]),
+        ("timeout", {"dra_gate_drain_timeout": "ten"},
+         ["- dra_gate_drain_timeout (role variable drain_waves_drain_timeout): it is not a number; got 'ten'; "
+          "expected seconds above 0"]),
+    ]
+    for name, extra, shown in cases:
+        proc, record = run_waves(lab, tmp_path, "waves-bad-%s" % name, extra, groups={"wave_a": ["gpu-1"]}, name=name)
+        assert proc.returncode != 0 and record is None, (name, proc.stdout[-3000:])
+        assert not os.path.exists(str(tmp_path / "evidence" / ("waves-bad-%s" % name))), "%s: evidence written" % name
+        assert not any(node(lab, n).spec.unschedulable for n in NODES), "%s: a node was cordoned" % name
+        assert "Roll out this wave's nodes" not in proc.stdout and "argument_spec" not in proc.stdout + proc.stderr, name
+        # printed once: one failed task (not one per host) - its message as the error, and in its result
+        out = proc.stdout + proc.stderr
+        error = "[ERROR]: Task failed: Module failed: " + header
+        assert out.count(error) == 1 and out.count("fatal: [") == 1 and out.count(header) == 2, (name, out[-4000:])
+        error = out[out.index(error):].split("\nOrigin:")[0]
+        assert all(text in error for text in shown), (name, error)
+        assert error.count("\n- ") == 1, (name, error)  # only the one setting named
+        # the waves and groups before any play on the drain hosts; the timeout by the start play's full check
+        assert ("PLAY [Drain waves - start" in proc.stdout) == (name == "timeout"), (name, proc.stdout[-3000:])
 
 
 def test_drain_node_waits_until_the_dra_claims_are_released(lab, tmp_path):

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_fields import ALLOCATION_MODES
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gate import (  # pylint: disable=unused-import
     FAIL_ON,
@@ -173,14 +174,20 @@ def normalize_target(target, default_operator_version=None):
         raise CompatError("target: expected a dict with keys %s, got %s" % (", ".join(_TARGET_KEYS), _type_name(target)))
     _check_keys(target, _TARGET_KEYS, "target")
     operator = target.get("operator_version")
+    origin = "the setting dra_gate_target_operator_version"
     if operator is None or operator == "":
-        operator = default_operator_version
+        operator, origin = default_operator_version, "the matrix's defaults.target_operator_version"
         if operator is None:
             raise CompatError("target.operator_version: not given and the matrix has no "
                               "defaults.target_operator_version (data/matrix/common.yml)")
-    operator_v = _version_option(operator, "target.operator_version")
-    if len(operator_v.parts) < 2:
-        raise CompatError("target.operator_version: %r: expected YY.MM.PP such as \"26.7.0\"" % (operator,))
+    _version_option(operator, "target.operator_version")  # a version string at all (quoted, digits and dots)
+    # The one version rule (module_utils/inputs.py): a full release, v26.7.0 normalised to 26.7.0; 26.7 names no
+    # chart, so hops planned to it would be refused by the upgrade.
+    reason = inputs.release(operator)
+    if reason:
+        raise CompatError("target.operator_version: %r: expected YY.MM.PP such as \"26.7.0\", a full release (%s; %s)"
+                          % (operator, reason, origin))
+    operator_v = parse_version(inputs.normalise_release(operator))
     mode = target.get("allocation_mode")
     if mode is None:
         mode = "device_plugin"

@@ -423,7 +423,9 @@ def rollback_findings(results, check_mode=False):
     Blocks: artifacts that were not verified before the rollback, each failed step, a control suite that
     did not pass at the end, a rollback without completion time or duration (outside check mode), verify
     problems, a failure no other finding names. Warns: extra CRDs left in place (each named), failed
-    hooks, check mode."""
+    hooks, check mode, and a rollback that had nothing to roll back (``rollback.not_needed``: the release
+    already at the recorded revision, nothing restored, no hook run; only when nothing blocks), so such a
+    rollback never reads as a bare pass."""
     results = _dict(results)
     check_mode = bool(check_mode or results.get("check_mode"))
     findings = []
@@ -468,7 +470,52 @@ def rollback_findings(results, check_mode=False):
     if check_mode:
         findings.append(_finding("rollback.check_mode", "warn", "rollback", "check mode", "a real run",
                                  "nothing was rolled back; a check run never passes", ROLLBACK_SOURCE))
+    elif not any(f["severity"] == "block" for f in findings):
+        # first, so that the gate's reason (its first warning) and the play's verdict line say "not needed"
+        findings[:0] = _rollback_not_needed(results)
     return findings
+
+
+def _names_by_section(value):
+    """``section -> [names]`` of a restore result (``restored`` / ``unchanged``), only the lists."""
+    return dict((k, v) for k, v in sorted(_dict(value).items()) if isinstance(v, list))
+
+
+def rollback_not_needed(results):
+    """Whether a rollback had nothing to roll back: the release was already at the recorded revision (Helm
+    action ``unchanged``), nothing was restored from the capture (every section of ``restored`` empty) and
+    no hook ran (a hook's effect is its own; it could have changed something). True/False."""
+    results = _dict(results)
+    helm = _dict(results.get("helm"))
+    if results.get("check_mode") or helm.get("action") != "unchanged":
+        return False
+    if any(_names_by_section(results.get("restored")).values()):
+        return False
+    return not _list(results.get("hooks"))
+
+
+def _rollback_not_needed(results):
+    """``rollback.not_needed`` (warn) for a rollback that had nothing to roll back: never a bare pass."""
+    if not rollback_not_needed(results):
+        return []
+    helm = _dict(results.get("helm"))
+    release = "/".join(str(x) for x in (helm.get("namespace"), helm.get("release")) if x) or "the release"
+    unchanged = _names_by_section(results.get("unchanged"))
+    compared = sum(len(v) for v in unchanged.values())
+    restore_ran = any(isinstance(s, dict) and s.get("name") == "restore_cluster_state" for s in _list(results.get("steps")))
+    if not restore_ran:
+        state = "the captured cluster state was not compared (no restore step: dra_gate_rollback_restore is empty)"
+    elif compared:
+        state = "the captured cluster state equalled the cluster (%d object(s) unchanged: %s)" % (
+            compared, ", ".join("%s %d" % (k, len(v)) for k, v in unchanged.items() if v))
+    else:
+        state = "no captured object differed from the cluster"
+    observed = "helm %s at revision %s, nothing restored" % (helm.get("action"), helm.get("revision"))
+    return [_finding("rollback.not_needed", "warn", "rollback", observed,
+                     "a release or captured state that differed from the recording",
+                     "rollback not needed: %s was already at the recorded revision %s (Helm action unchanged) and %s; "
+                     "nothing was rolled back or restored" % (release, helm.get("target_revision"), state),
+                     ROLLBACK_SOURCE)]
 
 
 def record_names(names):
@@ -752,6 +799,24 @@ def _cluster_lines(cluster):
     return lines
 
 
+FINDING_COLUMNS = ("severity", "id", "subject", "observed", "expected", "message", "source")
+
+
+def findings_lines(findings):
+    """The ``## Findings`` section of every phase summary: one table row per finding, blocking first, then
+    warnings, then info (each by subject and id), cells escaped; "No findings." when there are none."""
+    lines = ["## Findings", ""]
+    if findings:
+        lines += ["| %s |" % " | ".join(FINDING_COLUMNS), "|%s" % ("---|" * len(FINDING_COLUMNS))]
+        order = {"block": 0, "warn": 1, "info": 2}
+        for finding in sorted(findings, key=lambda f: (order.get(f.get("severity"), 3), f.get("subject") or "", f.get("id") or "")):
+            lines.append("| %s |" % " | ".join(_cell(finding.get(k)) for k in FINDING_COLUMNS))
+    else:
+        lines.append("No findings.")
+    lines.append("")
+    return lines
+
+
 def render_preflight(record):
     """A human summary (Markdown) of a preflight record."""
     results = record.get("results", {})
@@ -819,18 +884,7 @@ def render_preflight(record):
                 lines.append("- %d problem(s) reading the node: %s" % (
                     len(problems), "; ".join("%s: %s" % (p.get("path"), p.get("reason")) for p in problems[:5])))
             lines.append("")
-    findings = results.get("findings") or []
-    lines += ["## Findings", ""]
-    if findings:
-        lines += ["| severity | id | subject | observed | expected | message | source |",
-                  "|---|---|---|---|---|---|---|"]
-        order = {"block": 0, "warn": 1, "info": 2}
-        for finding in sorted(findings, key=lambda f: (order.get(f.get("severity"), 3), f.get("subject") or "", f.get("id") or "")):
-            lines.append("| %s |" % " | ".join(_cell(finding.get(k)) for k in (
-                "severity", "id", "subject", "observed", "expected", "message", "source")))
-    else:
-        lines.append("No findings.")
-    lines.append("")
+    lines += findings_lines(results.get("findings") or [])
     return "\n".join(lines)
 
 

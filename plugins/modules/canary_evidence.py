@@ -93,7 +93,7 @@ EXAMPLES = r"""
   gpufleet.dra_gate.canary_evidence:
     evidence_root: /var/lib/dra-gate/evidence
     run_id: "{{ dra_gate_canary_run_id }}"
-    target_version: "{{ dra_gate_operator_target }}"
+    target_version: "{{ dra_gate_target_operator_version }}"
     release: gpu-operator
     hops: "{{ production_charts.hops }}"
   delegate_to: localhost

@@ -193,7 +193,7 @@ EXAMPLES = r"""
     kinds: [template, extended]
     node_selector: {gpufleet.io/dra-canary: "true"}
     tolerations: [{key: gpufleet.io/dra-canary, operator: Exists, effect: NoSchedule}]
-    evidence_dir: "{{ dra_gate_evidence_dir }}"
+    evidence_dir: "{{ dra_gate_evidence_root }}/canary-1/acceptance"
   delegate_to: localhost
   run_once: true
   register: acceptance

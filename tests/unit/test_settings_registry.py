@@ -52,12 +52,7 @@ TASK_KEYWORDS = {
 
 # Violations known and being fixed elsewhere: (check, subject) -> (why, the files it may be in). An entry nothing
 # needs any more fails test_known_exceptions_are_still_needed, so that it is removed with the fix.
-KNOWN = {
-    # module documentation examples of other engineers' modules (the lead: fix the example, drop the entry)
-    ("unregistered", "dra_gate_operator_target"): ("EXAMPLES: dra_gate_target_operator_version",
-                                                   ("plugins/modules/canary_evidence.py",)),
-    ("unregistered", "dra_gate_evidence_dir"): ("EXAMPLES: not a setting", ("plugins/modules/claim_lifecycle.py",)),
-}
+KNOWN = {}
 USED = set()
 
 

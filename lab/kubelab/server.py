@@ -503,6 +503,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return False
             return labels.matches(meta.get("labels") or {}) and fields.matches(obj)
 
+        lab.store.streaming()  # this thread sends events on: it never waits for streams (Store.give_way)
         initial = []
         if send_initial or rv in ("", "0"):
             items, revision = lab.store.list(rtype, namespace, shared=True)
@@ -524,7 +525,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "metadata": {"resourceVersion": str(revision), "annotations": {"k8s.io/initial-events-end": "true"}}}})
         deadline = time.monotonic() + timeout
         # woken only by the events of its own kind (Store.subscribe), not behind every controller's loop
-        seen = lab.store.subscribe((rtype.kind,))
+        seen = lab.store.subscribe((rtype.kind,), stream=True)
         try:
             while not lab.stopping.is_set():
                 left = deadline - time.monotonic()
@@ -533,6 +534,7 @@ class _Handler(BaseHTTPRequestHandler):
                 try:
                     seen.wait(min(left, 1.0))
                     seen.clear()  # before the read: an event recorded after it sets it again
+                    mark = lab.store.stream_mark(seen)
                     events = lab.store.events_after(revision)
                 except ApiError as exc:
                     self._chunk({"type": "ERROR", "object": exc.status()})
@@ -545,6 +547,7 @@ class _Handler(BaseHTTPRequestHandler):
                     if event_rtype.version != rtype.version:
                         out["apiVersion"] = rtype.api_version
                     self._chunk({"type": event_type, "object": out})
+                lab.store.stream_sent(seen, mark)
         finally:
             lab.store.unsubscribe(seen)
         self._end_stream()

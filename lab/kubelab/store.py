@@ -54,6 +54,9 @@ _UID = re.compile(rb'"uid":"([^"]+)"')
 WATCH_READ_TIMEOUT = 10.0  # an idle etcd watch stream is reopened after this long (seconds)
 WATCH_GIVE_UP = 60  # consecutive failed reconnects (about a minute) after which the watch thread ends
 KEY_STRIPES = 64  # writer locks: writes of one key are serialised, writes of different keys overlap
+# A watch stream's events go out before the writers and readers of the store go on, for at most this long
+# after the oldest event it has not sent yet (Store.give_way).
+GIVE_WAY_SECONDS = 0.005
 ORDER_WAIT = 30.0  # longest a returned write waits for an older one to commit (etcd calls end within 20 s)
 
 
@@ -249,6 +252,16 @@ def _spec_part(obj: dict) -> dict:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
 
 
+class _Stream:
+    """A watch stream's delivery marks: ``notified`` events recorded for it, ``sent`` the count it has sent
+    out, ``since`` (monotonic) when the oldest of the unsent ones was recorded."""
+
+    __slots__ = ("event", "notified", "sent", "since")
+
+    def __init__(self, event: threading.Event):
+        self.event, self.notified, self.sent, self.since = event, 0, 0, 0.0
+
+
 class Store:
     """Create/read/update/delete/list of objects of any ResourceType, plus the event log.
 
@@ -296,6 +309,8 @@ class Store:
         # kinds is recorded. A waiter wakes on its own Event, not behind every other waiter of ``changed``
         # re-acquiring ``cache_lock`` in turn: a watch stream is woken only by the kinds it serves.
         self._subscribers: list = []
+        # The watch streams' delivery marks (subscribe(stream=True)): Event -> _Stream; see give_way().
+        self._streams: dict = {}
         self.events: deque = deque(maxlen=EVENT_LOG_SIZE)  # (revision, type, rtype, obj)
         self.listeners: list = []  # callables(event_type, rtype, obj), called after each write
         self._local = threading.local()  # event_ns of the write this thread committed last
@@ -581,6 +596,7 @@ class Store:
         the object changes (what an informer's lister returns in kube-controller-manager): the caller
         must not modify them (copy first, as controllers do before a write). Decoding is most of a
         controller pass's cost; this makes it once per object revision instead of once per read."""
+        self.give_way()
         prefix = rtype.prefix(namespace)
         # A cluster-wide prefix of a namespaced type holds "<ns>/<name>" keys only.
         nested_only = rtype.namespaced and namespace is None
@@ -720,6 +736,7 @@ class Store:
         return getattr(self._local, "event_ns", None)
 
     def create(self, rtype, obj: dict, dry_run: bool = False) -> dict:
+        self.give_way()
         meta = obj.setdefault("metadata", {})
         namespace = meta.get("namespace") if rtype.namespaced else None
         if not rtype.namespaced:
@@ -755,6 +772,7 @@ class Store:
         (:func:`_deletion_applied`). The current object is the cached one; the compare-and-swap on its
         mod_revision catches a cache that etcd has moved past.
         """
+        self.give_way()
         meta = obj.setdefault("metadata", {})
         namespace = meta.get("namespace") if rtype.namespaced else None
         name = meta["name"]
@@ -800,6 +818,7 @@ class Store:
     def delete(self, rtype, namespace: str | None, name: str, expected_rv: str | None = None,
                expected_uid: str | None = None, dry_run: bool = False) -> dict:
         """Remove the object now (graceful deletion and finalizers are the caller's business)."""
+        self.give_way()
         key = rtype.key(namespace, name)
         with self._stripe(key):
             entry = self._entry(key)
@@ -849,25 +868,70 @@ class Store:
                 woken.set()
             self._notify(None)
 
-    def subscribe(self, kinds=None) -> threading.Event:
+    def subscribe(self, kinds=None, stream: bool = False) -> threading.Event:
         """An Event set whenever an event of one of ``kinds`` (any kind when None) is recorded, the log
         starts over or :meth:`wake` is called. The waiter clears it, then reads :meth:`events_after`
-        (in that order, so that no event is missed). :meth:`unsubscribe` ends it."""
+        (in that order, so that no event is missed). :meth:`unsubscribe` ends it.
+
+        ``stream``: the subscriber is a watch stream that sends the events on: it takes :meth:`stream_mark`
+        before each read and calls :meth:`stream_sent` with it once it sent what it read, and until then
+        the store's writers and readers give way to it (:meth:`give_way`)."""
         event = threading.Event()
         with self.cache_lock:
             self._subscribers = self._subscribers + [(frozenset(kinds) if kinds else None, event)]
+            if stream:
+                self._streams = {**self._streams, id(event): _Stream(event)}
         return event
 
     def unsubscribe(self, event: threading.Event) -> None:
         with self.cache_lock:
             self._subscribers = [entry for entry in self._subscribers if entry[1] is not event]
             self.pausers = [woken for woken in self.pausers if woken is not event]
+            self._streams = {key: mark for key, mark in self._streams.items() if mark.event is not event}
+
+    def stream_mark(self, event: threading.Event) -> int:
+        """A stream's notification count, taken before it reads the events it will send."""
+        mark = self._streams.get(id(event))
+        return mark.notified if mark is not None else 0
+
+    def stream_sent(self, event: threading.Event, notified: int) -> None:
+        """The stream sent every event recorded before its :meth:`stream_mark` ``notified``."""
+        mark = self._streams.get(id(event))
+        if mark is not None:
+            mark.sent = max(mark.sent, notified)
+
+    def give_way(self) -> None:
+        """Wait (at most ``GIVE_WAY_SECONDS`` after the oldest unsent event) until the watch streams sent
+        the events recorded for them. In a cluster kube-apiserver's watch fan-out runs on cores of its own,
+        beside the controllers, the scheduler and the kubelets; here one interpreter runs them all, and a
+        stream's thread, woken by an event, waits for the interpreter behind every busy controller thread
+        (measured: up to 17 ms at 1 ms switch interval on 2 cores) - a client then sees the event that much
+        later than it happened. Called where a writer or a lister starts, holding no store lock: the busy
+        threads let the streams go first. A stream that cannot send (its client does not read) is waited
+        for no longer than the bound."""
+        streams = self._streams
+        if not streams or getattr(self._local, "streaming", False):
+            return
+        while True:
+            now = time.monotonic()
+            if not any(mark.sent < mark.notified and now - mark.since < GIVE_WAY_SECONDS for mark in streams.values()):
+                return
+            time.sleep(0.0001)
+
+    def streaming(self) -> None:
+        """Marks the calling thread as a watch stream's: it never gives way (to itself or to other streams)."""
+        self._local.streaming = True
 
     def _notify(self, kind: str | None) -> None:
         """(``cache_lock`` held) Wake the subscribers of ``kind`` (all when None), then ``changed``'s waiters."""
         for kinds, event in self._subscribers:
             if kind is None or kinds is None or kind in kinds:
                 event.set()
+                mark = self._streams.get(id(event)) if self._streams else None
+                if mark is not None:
+                    if mark.sent >= mark.notified:
+                        mark.since = time.monotonic()
+                    mark.notified += 1
         self.changed.notify_all()
 
     def wait_for_events(self, revision: int, timeout: float) -> list:

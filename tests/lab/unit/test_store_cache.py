@@ -420,3 +420,41 @@ def test_clone_is_a_deep_copy():
     lock = threading.Lock()
     with pytest.raises(TypeError):  # what neither pickle nor deepcopy can copy
         clone({"lock": lock})
+
+
+def test_writers_give_way_to_a_watch_stream_until_it_sent(store):
+    """A write waits while a watch stream has not sent an event recorded for it, at most GIVE_WAY_SECONDS
+    after that event; once the stream reports it sent, writers go on at once."""
+    from kubelab import store as store_module
+
+    cm, _ = types()
+    seen = store.subscribe(("ConfigMap",), stream=True)
+    try:
+        store.create(cm, configmap("give-way-1", "default"))
+        assert seen.is_set()
+        mark = store.stream_mark(seen)
+        assert mark == 1
+        started = time.monotonic()
+        store.create(cm, configmap("give-way-2", "default"))  # the stream never sends: bounded wait
+        waited = time.monotonic() - started
+        assert waited >= store_module.GIVE_WAY_SECONDS * 0.5
+        store.stream_sent(seen, store.stream_mark(seen))
+        # nothing unsent: a writer does not wait; a streaming thread never waits
+        streams = store._streams
+        assert all(s.sent >= s.notified for s in streams.values())
+        gave_way = []
+
+        def stream_thread():
+            store.streaming()
+            before = store.stream_mark(seen)
+            store.give_way()
+            gave_way.append(before)
+
+        store.create(cm, configmap("give-way-3", "default"))
+        worker = threading.Thread(target=stream_thread)
+        worker.start()
+        worker.join(1.0)
+        assert gave_way == [3]
+    finally:
+        store.unsubscribe(seen)
+    assert store._streams == {}

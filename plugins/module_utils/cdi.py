@@ -28,6 +28,8 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_values import quote
+
 
 KNOWN_CDI_VERSIONS = (
     "0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0",
@@ -85,12 +87,12 @@ def validate_name_segment(name, what):
     if not name:
         return "empty %s name" % what
     if not ("A" <= name[0] <= "Z" or "a" <= name[0] <= "z"):
-        return "%s %r should start with a letter" % (what, name)
+        return "%s %s should start with a letter" % (what, quote(name))
     if not _NAME_CHARS_RE.match(name):
         bad = [c for c in name if not re.match(r"[A-Za-z0-9_.\-]", c)][0]
-        return "invalid character %r in %s %r" % (bad, what, name)
+        return "invalid character %r in %s %s" % (bad, what, quote(name))
     if not _is_alnum(name[-1]):
-        return "%s %r should end with a letter or digit" % (what, name)
+        return "%s %s should end with a letter or digit" % (what, quote(name))
     return None
 
 
@@ -100,18 +102,18 @@ def validate_kind(kind):
         return "kind must be a string, got %s" % type(kind).__name__
     parts = kind.split("/", 1)
     if len(parts) != 2 or not parts[0] or not parts[1]:
-        return "kind %r is not of the form vendor/class (for example nvidia.com/gpu)" % kind
+        return "kind %s is not of the form vendor/class (for example nvidia.com/gpu)" % quote(kind)
     vendor, klass = parts
     err = validate_name_segment(vendor, "vendor")
     if err:
-        return "invalid kind %r: %s" % (kind, err)
+        return "invalid kind %s: %s" % (quote(kind), err)
     if len(vendor) > 253:
-        return "invalid kind %r: vendor longer than 253 characters" % kind
+        return "invalid kind %s: vendor longer than 253 characters" % quote(kind)
     err = validate_name_segment(klass, "class")
     if err:
-        return "invalid kind %r: %s" % (kind, err)
+        return "invalid kind %s: %s" % (quote(kind), err)
     if len(klass) > 63:
-        return "invalid kind %r: class longer than 63 characters" % kind
+        return "invalid kind %s: class longer than 63 characters" % quote(kind)
     return None
 
 
@@ -122,11 +124,11 @@ def validate_device_name(name):
     if name == "":
         return "empty device name"
     if not _is_alnum(name[0]):
-        return "device name %r should start with a letter or digit" % name
+        return "device name %s should start with a letter or digit" % quote(name)
     if not _DEVICE_CHARS_RE.match(name):
-        return "invalid character in device name %r" % name
+        return "invalid character in device name %s" % quote(name)
     if not _is_alnum(name[-1]):
-        return "device name %r should end with a letter or digit" % name
+        return "device name %s should end with a letter or digit" % quote(name)
     return None
 
 
@@ -193,7 +195,7 @@ def minimum_required_version(spec):
     for d in devices:
         name = d.get("name")
         if isinstance(name, str) and name and not ("A" <= name[0] <= "Z" or "a" <= name[0] <= "z"):
-            required = need("0.5.0", "device name %r does not start with a letter" % name)
+            required = need("0.5.0", "device name %s does not start with a letter" % quote(name))
     for e in edits:
         for dn in _list(e.get("deviceNodes")):
             if isinstance(dn, dict) and dn.get("hostPath"):
@@ -216,6 +218,17 @@ def minimum_required_version(spec):
 #: crashes the process (segmentation fault, seen with 100000 nested brackets) instead of raising.
 #: Real CDI specs nest 7 levels deep (nvidia-ctk's spec).
 MAX_SPEC_DEPTH = 64
+#: Characters of one spec text parsed (the node sends at most 1 MiB per file).
+MAX_SPEC_CHARS = 1024 * 1024
+#: Nodes that aliases may add to a spec once expanded. PyYAML shares an alias's objects, but every
+#: walk of the result (a check, a message, a copy) expands them: nine aliases of nine aliases ...
+#: (billion laughs) are 10**9 nodes in a few hundred bytes; an alias inside its own anchor is endless.
+#: Real CDI specs use no aliases.
+MAX_ALIAS_NODES = 100000
+#: Characters of a parser message kept (PyYAML quotes the offending text).
+MAX_MESSAGE = 300
+#: Errors reported per spec; the rest are counted.
+MAX_ERRORS = 10
 
 
 def _yaml():
@@ -231,42 +244,83 @@ def _yaml():
 def _nesting_depth(yaml, text, loader, limit):
     """The nesting depth of the YAML ``text`` (at most ``limit + 1``), from libyaml's event stream
     (an iterative state machine: no recursion however deep the text)."""
-    depth = deepest = 0
+    return _scan_events(yaml, text, loader, limit)[0]
+
+
+def _scan_events(yaml, text, loader, depth_limit, alias_limit=MAX_ALIAS_NODES):
+    """``(depth, alias_nodes)`` of the YAML ``text`` from its event stream, before anything is
+    composed: the nesting depth (stops past ``depth_limit``) and the number of nodes its aliases
+    stand for once expanded (stops past ``alias_limit``). Iterative; aliases are counted, never
+    expanded (each anchor's expanded size is known when its node ends)."""
+    sizes = {}  # anchor -> expanded node count
+    stack = []  # [anchor, node count so far] per open collection
+    depth = deepest = alias_nodes = 0
     for event in yaml.parse(text, Loader=loader):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            stack.append([event.anchor, 1])
             depth += 1
             deepest = max(deepest, depth)
-            if depth > limit:
+            if depth > depth_limit:
                 break
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            continue
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
-    return deepest
+            anchor, count = stack.pop() if stack else (None, 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            anchor, count = event.anchor, 1
+        elif isinstance(event, yaml.AliasEvent):
+            # An alias of an anchor still open is recursive: endless once expanded. An undefined one
+            # is the composer's error.
+            recursive = any(entry[0] == event.anchor for entry in stack)
+            anchor, count = None, alias_limit + 1 if recursive else sizes.get(event.anchor, 1)
+            alias_nodes += count
+            if alias_nodes > alias_limit:
+                break
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = count
+        if stack:
+            stack[-1][1] += count
+    return deepest, alias_nodes
+
+
+def _message(exc):
+    text = " ".join(str(exc).split())
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + "... (cut)"
 
 
 def load_spec_text(text):
     """YAML/JSON text -> ``(data, None)`` or ``(None, message)``; never raises for bad text.
 
     The CDI library reads both forms with a YAML decoder, so does this (JSON is YAML 1.2). Safe
-    loading only; libyaml's C loader when built (after a depth check), else PyYAML's Python one
-    (whose recursion is bounded by Python's recursion limit).
+    loading only, libyaml's C loader when built, else PyYAML's Python one. Before anything is
+    composed, the event stream is scanned: a text nested deeper than :data:`MAX_SPEC_DEPTH` or whose
+    aliases stand for more than :data:`MAX_ALIAS_NODES` nodes is refused, so is a text over
+    :data:`MAX_SPEC_CHARS`. Messages are bounded (:data:`MAX_MESSAGE`).
     """
     yaml = _yaml()
     if yaml is None:
         return None, "PyYAML is not available (CDI specs are parsed on the controller)"
-    loader = getattr(yaml, "CSafeLoader", None)
+    if not isinstance(text, str):
+        return None, "invalid YAML/JSON: the spec is not text"
+    if len(text) > MAX_SPEC_CHARS:
+        return None, "invalid YAML/JSON: larger than %d characters; not parsed" % MAX_SPEC_CHARS
+    loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
     try:
-        if loader is not None:
-            if _nesting_depth(yaml, text, loader, MAX_SPEC_DEPTH) > MAX_SPEC_DEPTH:
-                return None, "invalid YAML/JSON: nested deeper than %d levels" % MAX_SPEC_DEPTH
-        else:
-            loader = yaml.SafeLoader
+        depth, alias_nodes = _scan_events(yaml, text, loader, MAX_SPEC_DEPTH)
+        if depth > MAX_SPEC_DEPTH:
+            return None, "invalid YAML/JSON: nested deeper than %d levels" % MAX_SPEC_DEPTH
+        if alias_nodes > MAX_ALIAS_NODES:
+            return None, ("invalid YAML/JSON: its aliases expand to more than %d nodes (an alias bomb); "
+                          "not loaded" % MAX_ALIAS_NODES)
         return yaml.load(text, Loader=loader), None  # nosec: a safe loader
     except yaml.YAMLError as exc:
-        return None, "invalid YAML/JSON: %s" % " ".join(str(exc).split())
+        return None, "invalid YAML/JSON: %s" % _message(exc)
     except RecursionError:
         return None, "invalid YAML/JSON: nested too deeply"
-    except (ValueError, TypeError) as exc:  # e.g. a timestamp out of range
-        return None, "invalid YAML/JSON: %s" % exc
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a timestamp out of range, int() of 5,000 digits
+        return None, "invalid YAML/JSON: %s" % _message(exc)
 
 
 def parse_cdi_spec(text, path):
@@ -297,11 +351,11 @@ def check_cdi_spec(data, path):
     if "cdiVersion" not in data or version is None:
         errors.append("missing cdiVersion")
     elif not isinstance(version, str):
-        errors.append("cdiVersion must be a string (quote it), got %r" % (version,))
+        errors.append("cdiVersion must be a string (quote it), got %s" % quote(version))
     else:
         result["cdi_version"] = version
         if _normalise_version(version) not in KNOWN_CDI_VERSIONS:
-            errors.append("unknown cdiVersion %r (known: %s)" % (version, ", ".join(KNOWN_CDI_VERSIONS)))
+            errors.append("unknown cdiVersion %s (known: %s)" % (quote(version), ", ".join(KNOWN_CDI_VERSIONS)))
 
     kind = data.get("kind")
     if "kind" not in data or kind is None:
@@ -335,26 +389,26 @@ def check_cdi_spec(data, path):
                 errors.append("devices[%d]: %s" % (idx, err))
                 continue
             if name in seen:
-                errors.append("multiple devices named %r" % name)
+                errors.append("multiple devices named %s" % quote(name))
             seen.add(name)
-            unknown = sorted(str(k) for k in dev if k not in _DEVICE_FIELDS)
+            unknown = _unknown_fields(dev, _DEVICE_FIELDS)
             if unknown:
-                errors.append("devices[%d] (%s): unknown field(s) %s" % (idx, name, ", ".join(unknown)))
+                errors.append("devices[%d] (%s): unknown field(s) %s" % (idx, name, unknown))
             errors.extend(_edit_type_errors(dev.get("containerEdits"), "devices[%d].containerEdits" % idx))
         if not devices:
             errors.append("no devices")
 
-    unknown = sorted(str(k) for k in data if k not in _TOP_LEVEL_FIELDS)
+    unknown = _unknown_fields(data, _TOP_LEVEL_FIELDS)
     if unknown:
-        errors.append("unknown top-level field(s) %s" % ", ".join(unknown))
+        errors.append("unknown top-level field(s) %s" % unknown)
     errors.extend(_edit_type_errors(data.get("containerEdits"), "containerEdits"))
     for field in ("annotations",):
         if data.get(field) is not None and not isinstance(data.get(field), dict):
             errors.append("%s is not a mapping (got %s)" % (field, type(data.get(field)).__name__))
     for e in _edits_list(data):
-        bad = sorted(str(k) for k in e if k not in _EDIT_FIELDS)
+        bad = _unknown_fields(e, _EDIT_FIELDS)
         if bad:
-            errors.append("unknown containerEdits field(s) %s" % ", ".join(bad))
+            errors.append("unknown containerEdits field(s) %s" % bad)
             break
 
     if not errors and result["cdi_version"]:
@@ -364,5 +418,15 @@ def check_cdi_spec(data, path):
             errors.append("cdiVersion %s is too old: %s needs at least %s" % (declared, why, needed))
 
     if errors:
-        result["error"] = "; ".join(errors)
+        shown = errors[:MAX_ERRORS]
+        if len(errors) > MAX_ERRORS:
+            shown.append("%d more errors" % (len(errors) - MAX_ERRORS))
+        result["error"] = "; ".join(shown)
     return result
+
+
+def _unknown_fields(mapping, known):
+    """The keys of ``mapping`` not in ``known``, sorted, at most 10 named (each quoted, bounded)."""
+    unknown = sorted((k if isinstance(k, str) else quote(k))[:64] for k in mapping if k not in known)
+    text = ", ".join(unknown[:10])
+    return text + (" and %d more" % (len(unknown) - 10) if len(unknown) > 10 else "")

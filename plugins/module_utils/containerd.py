@@ -34,6 +34,8 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_values import check_int, quote
+
 CONTAINERD_VERSION_ARGV = ["containerd", "--version"]
 CONTAINERD_CONFIG_DUMP_ARGV = ["containerd", "config", "dump"]
 CONTAINERD_CONFIG_DEFAULT_ARGV = ["containerd", "config", "default"]
@@ -46,7 +48,12 @@ CRI_TABLE_V3 = "io.containerd.cri.v1.runtime"
 
 NO_TOML_MESSAGE = "no TOML parser on this Python (tomllib needs 3.11; install tomli)"
 
-_VERSION_TOKEN_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?([-+~.][0-9A-Za-z.+~:-]*)?$")
+# ASCII digits, bounded (\d matches any Unicode digit; int() of 5,000 digits raises); \Z, not $
+# (which also matches before a final newline).
+_VERSION_TOKEN_RE = re.compile(r"\Av?([0-9]{1,9})\.([0-9]{1,9})(?:\.([0-9]{1,9}))?([-+~.][0-9A-Za-z.+~:-]{0,200})?\Z")
+#: Config ``version`` values analysed: containerd knows 1 to 3; a larger one (up to this bound) is
+#: "newer than this module knows", anything else (negative, a 4,000-digit hex number) is invalid.
+CONFIG_VERSION_RANGE = (0, 1000)
 _TOP_LEVEL_APPEND = ("imports", "disabled_plugins", "required_plugins")
 
 
@@ -78,9 +85,9 @@ def parse_containerd_version(stdout):
 
 def version_tuple(version):
     """(major, minor) of a containerd version string, or None."""
-    if not version:
+    if not version or not isinstance(version, str):
         return None
-    match = _VERSION_TOKEN_RE.match(str(version).strip())
+    match = _VERSION_TOKEN_RE.match(version.strip())
     if not match:
         return None
     return int(match.group(1)), int(match.group(2))
@@ -116,6 +123,28 @@ def _deep_merge(base, other):
     return result
 
 
+def _append_new(current, items):
+    """``current`` (a list or None) followed by the ``items`` not in it yet, in linear time for
+    hashable items (a drop-in may hold 100,000 ``disabled_plugins``)."""
+    merged = list(current) if isinstance(current, list) else []
+    seen = set()
+    for item in merged:
+        try:
+            seen.add(item)
+        except TypeError:  # a table inside the array: compared by value below
+            pass
+    for item in items:
+        try:
+            if item in seen:
+                continue
+            seen.add(item)
+        except TypeError:
+            if item in merged:
+                continue
+        merged.append(item)
+    return merged
+
+
 def merge_configs(base, dropin, binary_version=None):
     """Merge an imported (drop-in) config over ``base`` the way containerd does.
 
@@ -133,11 +162,7 @@ def merge_configs(base, dropin, binary_version=None):
     result = copy.deepcopy(base)
     for key, value in dropin.items():
         if key in _TOP_LEVEL_APPEND and isinstance(value, list):
-            merged = list(result.get(key) or [])
-            for item in value:
-                if item not in merged:
-                    merged.append(item)
-            result[key] = merged
+            result[key] = _append_new(result.get(key), value)
         elif key == "plugins" and isinstance(value, dict) and isinstance(result.get(key), dict):
             plugins = result[key]
             for pid, ptable in value.items():
@@ -198,9 +223,12 @@ def analyse_config(config, binary_version=None):
     config = config if isinstance(config, dict) else {}
     notes = []
     raw_version = config.get("version", 1)
-    config_version = raw_version if isinstance(raw_version, int) and not isinstance(raw_version, bool) else None
+    config_version, version_error = check_int(raw_version, "version", CONFIG_VERSION_RANGE[0], CONFIG_VERSION_RANGE[1])
+    config_problems = []
     if "version" not in config:
         notes.append("no top-level version: containerd reads this as config version 1")
+    elif version_error and isinstance(raw_version, int) and not isinstance(raw_version, bool):
+        config_problems.append("%s; not a config version containerd loads" % version_error)
     vt = version_tuple(binary_version)
     plugins = config.get("plugins") if isinstance(config.get("plugins"), dict) else {}
 
@@ -231,14 +259,14 @@ def analyse_config(config, binary_version=None):
     cdi_enabled = None
     source = "unknown"
     dirs = list(DEFAULT_CDI_SPEC_DIRS)
-    config_problems = []
     if isinstance(explicit_dirs, list):
         dirs = list(explicit_dirs)
     elif explicit_dirs is not None:
         config_problems.append("cdi_spec_dirs is not a list (got %s); ignored" % type(explicit_dirs).__name__)
 
     if config_version is None:
-        notes.append("config version %r is not an integer" % (raw_version,))
+        notes.append("config version %s is not an integer from %d to %d" % (
+            quote(raw_version), CONFIG_VERSION_RANGE[0], CONFIG_VERSION_RANGE[1]))
     elif vt is not None and vt < (1, 7):
         cdi_enabled, source, dirs = False, "unsupported", []
         notes.append("containerd %s has no CDI support (added in 1.7)" % binary_version)
@@ -268,8 +296,8 @@ def analyse_config(config, binary_version=None):
             else:
                 notes.append("enable_cdi not set: containerd %s defaults to false" % binary_version)
         if explicit is not None:
-            notes.append("enable_cdi is %r, not a boolean: ignored" % (explicit,))
-            config_problems.append("enable_cdi is %r, not a boolean; ignored (the default applies)" % (explicit,))
+            notes.append("enable_cdi is %s, not a boolean: ignored" % quote(explicit))
+            config_problems.append("enable_cdi is %s, not a boolean; ignored (the default applies)" % quote(explicit))
 
     return {
         "config_version": config_version,

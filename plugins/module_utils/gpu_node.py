@@ -27,6 +27,8 @@ import sys
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import cdi as cdi_mod
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import containerd as containerd_mod
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import node_tree
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import node_values
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils import nvidia_smi
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.nvidia_driver import (
     DriverVersionError,
@@ -52,6 +54,32 @@ _IMPORTS_RE = re.compile(r"^[ \t]*imports[ \t]*=[ \t]*\[(.*?)\]", re.MULTILINE |
 _SPEC_DIRS_RE = re.compile(r"cdi_spec_dirs[\"' \t]*=[ \t]*\[(.*?)\]", re.DOTALL)
 _TOML_STRING_RE = re.compile(r"\"((?:[^\"\\\n]|\\.)*)\"|'([^'\n]*)'")
 _BDF_COMPONENT_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+# Ranges of the sysfs numbers: NUMA node (-1 is "no NUMA"; Linux has at most 1024 nodes) and IOMMU group.
+NUMA_NODE_RANGE = (-1, 4095)
+IOMMU_GROUP_RANGE = (0, 2 ** 31 - 1)
+#: Characters kept of a one-line text fact (kernel release, DMI field, GPU name); longer is a problem.
+MAX_TEXT = 256
+_KERNEL_RELEASE_RE = re.compile(r"\A[0-9A-Za-z._+~-]{1,64}\Z")
+
+
+def _value(tree, path, value_error):
+    """The value of a ``(value, error)`` conversion; the error is a problem at ``path``."""
+    value, error = value_error
+    if error:
+        tree.problem(path, error)
+    return value
+
+
+def _text(tree, path, text, field, limit=MAX_TEXT):
+    """A one-line text fact: None when absent or empty; too long or with control characters: None and a problem."""
+    return _value(tree, path, node_values.text_value(text or None, field, limit))
+
+
+def _hex_id(tree, path, text, digits):
+    """A sysfs PCI id (``0x10de``, ``0x030200``) lower case, None when absent; malformed: None and a problem."""
+    if not text:
+        return None
+    return _value(tree, path, node_values.hex_id(text, posixpath.basename(path), digits))
 
 
 def _parse_os_release(text):
@@ -79,22 +107,27 @@ def gather_os(tree):
 
 
 def gather_kernel(tree):
-    release = tree.read_value("/proc/sys/kernel/osrelease")
-    if release is None and tree.exists("/proc/sys/kernel/osrelease") is False:
-        tree.problem("/proc/sys/kernel/osrelease", "missing")
+    path = "/proc/sys/kernel/osrelease"
+    release = tree.read_value(path)
+    if release is None and tree.exists(path) is False:
+        tree.problem(path, "missing")
+    if release and not _KERNEL_RELEASE_RE.match(release):
+        tree.problem(path, "osrelease: %s is not a kernel release" % node_values.quote(release))
+        release = None
     cmdline = tree.read_value("/proc/cmdline") or ""
     params = {}
     for word in cmdline.split():
         key, _sep, value = word.partition("=")
         if key in _IOMMU_PARAMS:
-            params[key] = value
+            params[key] = _text(tree, "/proc/cmdline", value, key, 64) or ""
     return {"release": release or None, "iommu_params": params}
 
 
 def gather_firmware(tree):
     firmware = {}
     for field in DMI_FIELDS:
-        firmware[field] = tree.read_value("/sys/class/dmi/id/" + field) or None
+        path = "/sys/class/dmi/id/" + field
+        firmware[field] = _text(tree, path, tree.read_value(path), field)
     return firmware
 
 
@@ -140,20 +173,19 @@ def _nvidia_pci_functions(tree):
         vendor = tree.read_value(dev + "/vendor")
         if vendor is None or vendor.lower() != NVIDIA_VENDOR:
             continue
-        pci_class = (tree.read_value(dev + "/class") or "").lower()
-        if not pci_class.startswith(DISPLAY_CLASS_PREFIX):
+        pci_class = _hex_id(tree, dev + "/class", tree.read_value(dev + "/class"), 6)
+        if not pci_class or not pci_class.startswith(DISPLAY_CLASS_PREFIX):
             continue
         numa_node = _numa_node(tree, dev)
         group_link = tree.readlink(dev + "/iommu_group")
         driver_link = tree.readlink(dev + "/driver")
         group = None
         if group_link:
-            try:
-                group = int(posixpath.basename(group_link))
-            except ValueError:
-                tree.problem(dev + "/iommu_group", "link target is not a group number: %r" % group_link)
+            group, error = node_values.parse_int(posixpath.basename(group_link), "iommu_group", *IOMMU_GROUP_RANGE)
+            if error:
+                tree.problem(dev + "/iommu_group", "link target is not a group number: %s" % node_values.quote(group_link))
         found[normalize_bdf(name) or name] = {
-            "device_id": (tree.read_value(dev + "/device") or "").lower() or None,
+            "device_id": _hex_id(tree, dev + "/device", tree.read_value(dev + "/device"), 4),
             "class": pci_class,
             "numa_node": numa_node,
             "iommu_group": group,
@@ -171,8 +203,10 @@ def _proc_gpus(tree):
         if bdf is None:
             tree.problem(base + "/" + name + "/information", "no usable 'Bus Location'")
             continue
-        vbios = info.get("Video BIOS")
-        found[bdf] = {"name": info.get("Model"), "uuid": info.get("GPU UUID"),
+        path = base + "/" + name + "/information"
+        vbios = _text(tree, path, info.get("Video BIOS"), "Video BIOS", 64)
+        found[bdf] = {"name": _text(tree, path, info.get("Model"), "Model"),
+                      "uuid": _text(tree, path, info.get("GPU UUID"), "GPU UUID"),
                       "vbios_version": vbios.upper() if vbios and vbios not in ("N/A", "??.??.??.??.??") else None}
     return found
 
@@ -190,14 +224,19 @@ def _query_nvidia_smi(tree, commands):
         return status, []
     if rc != 0:
         status.update(status="failed", rc=rc, error=(err or out or "").strip()[:500])
-        tree.problem("nvidia-smi", "exited %d: %s" % (rc, status["error"]))
+        tree.problem("nvidia-smi", "exited %s: %s" % (node_values.quote(rc), status["error"]))
         return status, []
+    problems = []
     try:
-        gpus = nvidia_smi.parse_query_csv(out)
+        gpus = nvidia_smi.parse_query_csv(out, problems)
     except nvidia_smi.NvidiaSmiError as exc:
-        status.update(status="unparsed", error=str(exc))
-        tree.problem("nvidia-smi", "output not understood: %s" % exc)
+        status.update(status="unparsed", error=str(exc)[:500])
+        tree.problem("nvidia-smi", "output not understood: %s" % status["error"])
         return status, []
+    for problem in problems[:20]:
+        tree.problem("nvidia-smi", problem)
+    if len(problems) > 20:
+        tree.problem("nvidia-smi", "%d more values not understood" % (len(problems) - 20))
     status["status"] = "ok"
     return status, gpus
 
@@ -251,10 +290,9 @@ def _numa_node(tree, dev):
     numa = tree.read_value(dev + "/numa_node")
     if numa is None:
         return None
-    try:
-        numa_node = int(numa)
-    except ValueError:
-        tree.problem(dev + "/numa_node", "not an integer: %r" % numa[:40])
+    numa_node, error = node_values.parse_int(numa, "numa_node", *NUMA_NODE_RANGE)
+    if error:
+        tree.problem(dev + "/numa_node", error)
         return None
     return None if numa_node < 0 else numa_node
 
@@ -267,8 +305,8 @@ def _pci_attributes(tree, bdf):
     return {
         "numa_node": numa_node,
         "driver": posixpath.basename(driver_link) if driver_link else None,
-        "vendor_id": (tree.read_value(dev + "/vendor") or "").lower() or None,
-        "device_id": (tree.read_value(dev + "/device") or "").lower() or None,
+        "vendor_id": _hex_id(tree, dev + "/vendor", tree.read_value(dev + "/vendor"), 4),
+        "device_id": _hex_id(tree, dev + "/device", tree.read_value(dev + "/device"), 4),
     }
 
 
@@ -348,8 +386,13 @@ class _RawFiles(object):
 
 
 def _expand_imports(tree, pattern, config_dir):
-    if not pattern.startswith("/"):
-        pattern = posixpath.join(config_dir, pattern)
+    """The node paths an ``imports`` pattern names: relative to the config's directory, cleaned
+    (``..`` stops at ``/``) as containerd does; reading them stays inside the tree's root."""
+    try:
+        pattern = node_tree.node_path(pattern, config_dir)
+    except ValueError as exc:
+        tree.problem(pattern[:200], "imports: not read: %s" % exc)
+        return []
     directory, name = posixpath.split(pattern)
     if not any(ch in name for ch in "*?["):
         return [pattern] if tree.exists(pattern) else []
@@ -368,6 +411,12 @@ def collect_containerd(tree, commands, config_path, raw_files):
         "nvidia_runtime_names": [], "default_runtime_name": None, "imports": [], "imported_files": [],
         "config_error": None,
     }
+    try:
+        # A relative containerd_config is taken from the node's /; the cleaned path is what is reported.
+        config_path = node_tree.node_path(config_path)
+    except ValueError as exc:
+        tree.problem(str(config_path)[:200], "containerd_config not read: %s" % exc)
+        config_path = None
     raw = {"config_path": config_path, "present": False, "imports": {}}
     result = run_command(tree, commands, "containerd-version", containerd_mod.CONTAINERD_VERSION_ARGV, "containerd --version")
     if result is not None:
@@ -379,6 +428,8 @@ def collect_containerd(tree, commands, config_path, raw_files):
                 tree.problem("containerd --version", "version not recognised in %r" % (out or "")[:200])
         elif rc is not None:
             tree.problem("containerd --version", "exited %d: %s" % (rc, (err or out or "").strip()[:200]))
+    if config_path is None:
+        return facts, raw
     main = raw_files.read(config_path)
     if main["text"] is None and main["error"] == "missing":
         del raw_files.files[config_path]

@@ -52,9 +52,29 @@ def _add_bytes(tar, name, data, mode=0o644):
     tar.addfile(_info(name, tarfile.REGTYPE, len(data), mode), io.BytesIO(data))
 
 
+def _resolve(tree, path, follow):
+    """``(host path, st)`` for the node path ``path`` resolved inside the tree's root, or None.
+
+    Below a root other than ``/`` the host path is resolved like a chroot (:meth:`NodeTree.host_path`)
+    and only ``lstat`` is used on it, so nothing outside the root is looked at or read; a path the
+    tree cannot resolve (a loop, a NUL byte) is left out of the bundle.
+    """
+    try:
+        host = tree.host_path(path, follow=follow)
+    except (ValueError, OSError):
+        return None
+    try:
+        confined = tree.root.rstrip("/") != ""
+        st = os.lstat(host) if (confined or not follow) else os.stat(host)
+    except OSError:
+        return None
+    return host, st
+
+
 def _entries(tree):
     """(tar name, kind, payload) for every path the tree read that exists, without duplicates."""
     seen = set()
+    confined = tree.root.rstrip("/") != ""
     # Paths read as links: a listing must not also record them as directories (sysfs class entries
     # such as /sys/class/net/eth0 are links to directories).
     links = set(path for kind, path in tree.reads if kind == "link")
@@ -62,36 +82,42 @@ def _entries(tree):
         if path in seen:
             continue
         seen.add(path)
-        host = tree.host_path(path)
         name = path.lstrip("/")
-        if not os.path.lexists(host):
-            continue
-        try:
-            st = os.lstat(host)
-        except OSError:
-            continue
         if kind == "link":
-            if stat.S_ISLNK(st.st_mode):
-                yield name, tarfile.SYMTYPE, os.readlink(host)
+            found = _resolve(tree, path, False)
+            if found is not None and stat.S_ISLNK(found[1].st_mode):
+                try:
+                    yield name, tarfile.SYMTYPE, os.readlink(found[0])
+                except OSError:
+                    pass
             continue
-        if kind == "dir" or (kind == "exists" and stat.S_ISDIR(os.stat(host).st_mode)):
+        found = _resolve(tree, path, True)
+        if found is None:
+            continue
+        host, st = found
+        if stat.S_ISDIR(st.st_mode) and kind in ("dir", "exists"):
             # A directory even when reached through a link (sysfs device paths are links), with
             # its subdirectories: a listing such as /sys/kernel/iommu_groups is itself a fact.
             yield name, tarfile.DIRTYPE, None
             if kind == "dir":
-                for child in sorted(os.listdir(host)):
+                try:
+                    children = sorted(os.listdir(host))
+                except OSError:
+                    children = []
+                for child in children:
                     child_path = path.rstrip("/") + "/" + child
-                    if child_path in links:
+                    if child_path in links or child_path in seen:
                         continue
-                    if os.path.isdir(os.path.join(host, child)) and child_path not in seen:
+                    sub = _resolve(tree, child_path, True)
+                    if sub is not None and stat.S_ISDIR(sub[1].st_mode):
                         yield name.rstrip("/") + "/" + child, tarfile.DIRTYPE, None
-        elif kind == "file" or (kind == "exists" and stat.S_ISREG(os.stat(host).st_mode)):
+        elif stat.S_ISREG(st.st_mode) and kind in ("file", "exists"):
             # Contents, never the link: a link's target may point outside the recorded tree.
             try:
-                yield name, tarfile.REGTYPE, read_bytes(host, MAX_READ_BYTES)
+                yield name, tarfile.REGTYPE, read_bytes(host, MAX_READ_BYTES, follow=not confined)
             except (IOError, OSError):
                 continue
-        else:
+        elif kind == "exists" and not stat.S_ISDIR(st.st_mode):
             # A device node (/dev/iommu): its existence is the fact; keep an empty marker file.
             yield name, tarfile.REGTYPE, b""
 

@@ -20,6 +20,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_values import quote
+
 # cdi, containerd and gpu_node are imported where they are needed: the action plugin runs for every
 # host, the collection loader compiles each imported file from source, and most hosts have no CDI
 # spec (bench/bench_node_facts.py measures the whole call against ping).
@@ -30,6 +32,14 @@ DEFAULT_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
 CREDENTIAL_KEYS = ("auth", "password", "identitytoken", "identity_token", "registrytoken",
                    "registry_token", "token", "secret", "username")
 REDACTED = "<redacted>"
+#: Tables nested deeper than this are cut by :func:`redact_registry_credentials` (containerd's
+#: deepest setting, a runtime's ``options.BinaryName``, is at depth 7; TOML allows 2,000-deep
+#: dotted keys, deeper than Python's recursion limit).
+MAX_CONFIG_DEPTH = 64
+CUT_MARKER = "<cut: nested deeper than %d levels>" % MAX_CONFIG_DEPTH
+#: ``imports`` patterns and ``cdi_spec_dirs`` entries assessed per file (the node reads at most
+#: 256 files in all); more are one problem.
+MAX_LIST_ENTRIES = 256
 _ANALYSED_KEYS = ("config_version", "cdi_enabled", "cdi_enabled_source", "cdi_spec_dirs",
                   "nvidia_runtime", "nvidia_runtime_names", "default_runtime_name")
 
@@ -37,23 +47,48 @@ _ANALYSED_KEYS = ("config_version", "cdi_enabled", "cdi_enabled_source", "cdi_sp
 def _describe(exc):
     if isinstance(exc, RecursionError):
         return "nested too deeply"
-    return "%s: %s" % (type(exc).__name__, exc)
+    return "%s: %s" % (type(exc).__name__, quote(str(exc), 300))
 
 
-def redact_registry_credentials(config, _inside_registry=False):
-    """A copy of a parsed containerd config with every credential under a ``registry`` table redacted."""
-    if isinstance(config, dict):
-        result = {}
-        for key, value in config.items():
-            inside = _inside_registry or "registry" in str(key).lower()
-            if inside and str(key).lower() in CREDENTIAL_KEYS and not isinstance(value, (dict, list)):
-                result[key] = REDACTED
-            else:
-                result[key] = redact_registry_credentials(value, inside)
-        return result
-    if isinstance(config, list):
-        return [redact_registry_credentials(item, _inside_registry) for item in config]
-    return config
+def _dotted(keys):
+    return quote(".".join(str(k) for k in keys[:8]) + (".(%d keys)" % len(keys) if len(keys) > 8 else ""), 200)
+
+
+def redact_registry_credentials(config, cut=None):
+    """A copy of a parsed containerd config with every credential under a ``registry`` table redacted.
+
+    Iterative (no recursion however deep the config). A table or array nested deeper than
+    :data:`MAX_CONFIG_DEPTH` is replaced by :data:`CUT_MARKER`; its key path (a tuple of keys) is
+    appended to ``cut`` when given.
+    """
+    top = [None]
+    # (value, holder, slot, inside a registry table, depth, key path)
+    stack = [(config, top, 0, False, 0, ())]
+    while stack:
+        value, holder, slot, inside_registry, depth, keys = stack.pop()
+        if not isinstance(value, (dict, list)):
+            holder[slot] = value
+            continue
+        if depth >= MAX_CONFIG_DEPTH:
+            holder[slot] = CUT_MARKER
+            if cut is not None:
+                cut.append(keys)
+            continue
+        if isinstance(value, dict):
+            out = {}
+            for key, child in value.items():
+                inside = inside_registry or "registry" in str(key).lower()
+                if inside and str(key).lower() in CREDENTIAL_KEYS and not isinstance(child, (dict, list)):
+                    out[key] = REDACTED
+                else:
+                    out[key] = None
+                    stack.append((child, out, key, inside, depth + 1, keys + (key,)))
+        else:
+            out = [None] * len(value)
+            for index, child in enumerate(value):
+                stack.append((child, out, index, inside_registry, depth + 1, keys + (index,)))
+        holder[slot] = out
+    return top[0]
 
 
 def _load_toml_file(problems, files, path):
@@ -75,19 +110,43 @@ def _load_toml_file(problems, files, path):
     if error:
         problems.append({"path": path, "reason": error})
         return None, error
-    return redact_registry_credentials(config), None
+    cut = []
+    redacted = redact_registry_credentials(config, cut)
+    for keys in cut[:5]:
+        problems.append({"path": path, "reason": "TOML nested deeper than %d levels at %s; that part is "
+                                                 "not assessed" % (MAX_CONFIG_DEPTH, _dotted(keys))})
+    if len(cut) > 5:
+        problems.append({"path": path, "reason": "%d more parts nested deeper than %d levels are not "
+                                                 "assessed" % (len(cut) - 5, MAX_CONFIG_DEPTH)})
+    return redacted, None
+
+
+def _path_error(entry):
+    """Why ``entry`` (a value of the config) is no node path, or None."""
+    if not isinstance(entry, str):
+        return "is not a string"
+    if "\x00" in entry:
+        return "holds a NUL byte"
+    if not entry.startswith("/"):
+        return "is not an absolute path"
+    return None
 
 
 def _valid_spec_dirs(problems, path, dirs):
     """containerd ``cdi_spec_dirs`` entries that are absolute path strings; the others are problems."""
     valid = []
-    for entry in dirs if isinstance(dirs, list) else []:
-        if not isinstance(entry, str):
-            problems.append({"path": path, "reason": "cdi_spec_dirs: entry %r is not a string; ignored" % (entry,)})
-        elif not entry.startswith("/"):
-            problems.append({"path": path, "reason": "cdi_spec_dirs: entry %r is not an absolute path; ignored" % entry})
-        elif entry not in valid:
+    seen = set()
+    entries = dirs if isinstance(dirs, list) else []
+    for entry in entries[:MAX_LIST_ENTRIES]:
+        error = _path_error(entry)
+        if error:
+            problems.append({"path": path, "reason": "cdi_spec_dirs: entry %s %s; ignored" % (quote(entry), error)})
+        elif entry not in seen:
+            seen.add(entry)
             valid.append(entry)
+    if len(entries) > MAX_LIST_ENTRIES:
+        problems.append({"path": path, "reason": "cdi_spec_dirs: %d entries; only the first %d are assessed" % (
+            len(entries), MAX_LIST_ENTRIES)})
     if dirs is not None and not isinstance(dirs, list):
         problems.append({"path": path, "reason": "cdi_spec_dirs is not a list (got %s); ignored" % type(dirs).__name__})
     return valid
@@ -99,6 +158,11 @@ def complete_containerd(facts, raw, files, problems):
     if not raw.get("present"):
         return facts
     config_path = facts.get("config_path") or raw.get("config_path")
+    if not isinstance(config_path, str):
+        error = "config path sent by the node is %s, not a path" % quote(config_path)
+        problems.append({"path": "containerd", "reason": error})
+        facts["config_error"] = error
+        return facts
     config, error = _load_toml_file(problems, files, config_path)
     if error:
         facts["config_error"] = error
@@ -113,16 +177,23 @@ def complete_containerd(facts, raw, files, problems):
         merged = config
         loaded = []
         patterns = []
-        for pattern in imports:
+        if len(imports) > MAX_LIST_ENTRIES:
+            problems.append({"path": config_path, "reason": "imports: %d entries; only the first %d are assessed" % (
+                len(imports), MAX_LIST_ENTRIES)})
+        for pattern in imports[:MAX_LIST_ENTRIES]:
             if not isinstance(pattern, str):
-                problems.append({"path": config_path, "reason": "imports: entry %r is not a string; ignored" % (pattern,)})
+                problems.append({"path": config_path, "reason": "imports: entry %s is not a string; ignored" % quote(pattern)})
+                continue
+            if "\x00" in pattern:
+                problems.append({"path": config_path, "reason": "imports: entry %s holds a NUL byte; ignored" % quote(pattern)})
                 continue
             patterns.append(pattern)
             if pattern not in collected:
-                problems.append({"path": config_path, "reason": "imports: %r was not read on the node; its drop-ins "
-                                                                "are not assessed" % pattern})
+                problems.append({"path": config_path, "reason": "imports: %s was not read on the node; its drop-ins "
+                                                                "are not assessed" % quote(pattern)})
                 continue
-            for path in sorted(collected[pattern]):
+            paths = collected[pattern] if isinstance(collected[pattern], list) else []
+            for path in sorted(p for p in paths if isinstance(p, str)):
                 dropin, dropin_error = _load_toml_file(problems, files, path)
                 if dropin is None or dropin_error:
                     continue
@@ -155,7 +226,8 @@ def _unreadable_spec(path, error):
 
 def complete_cdi(containerd_facts, raw, files, problems):
     """The ``cdi`` facts: specs of the default dirs and of containerd's ``cdi_spec_dirs``."""
-    listed = (raw or {}).get("dirs") if isinstance((raw or {}).get("dirs"), dict) else {}
+    raw = raw if isinstance(raw, dict) else {}
+    listed = raw.get("dirs") if isinstance(raw.get("dirs"), dict) else {}
     dirs = list(DEFAULT_SPEC_DIRS)
     for directory in containerd_facts.get("cdi_spec_dirs") or []:
         if directory not in dirs:
@@ -166,7 +238,12 @@ def complete_cdi(containerd_facts, raw, files, problems):
             problems.append({"path": directory, "reason": "CDI spec directory named by containerd was not read on "
                                                           "the node; its specs are not assessed"})
             continue
-        for name in listed[directory] or []:
+        names = listed[directory] if isinstance(listed[directory], list) else []
+        for name in names:
+            if not isinstance(name, str):
+                problems.append({"path": directory, "reason": "spec file name %s sent by the node is not a string; "
+                                                              "ignored" % quote(name)})
+                continue
             path = directory.rstrip("/") + "/" + name
             entry = files.get(path) if isinstance(files.get(path), dict) else {}
             text = entry.get("text")

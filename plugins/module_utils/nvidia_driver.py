@@ -15,9 +15,14 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_values import quote
+
+#: Characters kept of the ``NVRM version:`` and ``GCC version:`` lines (real ones have about 120).
+MAX_LINE = 512
 _NVRM_RE = re.compile(r"^NVRM version:\s*(?P<text>.*)$", re.MULTILINE)
 _GCC_RE = re.compile(r"^GCC version:\s*(?P<text>.*)$", re.MULTILINE)
-_VERSION_TOKEN_RE = re.compile(r"(?<![\w.])(\d+\.\d+(?:\.\d+)?)(?![\w.])")
+# ASCII digits only: in a str pattern \d also matches '٣' and '¹'.
+_VERSION_TOKEN_RE = re.compile(r"(?<![\w.])([0-9]{1,6}\.[0-9]{1,6}(?:\.[0-9]{1,6})?)(?![\w.])")
 _BDF_RE = re.compile(
     r"^(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):(?P<dev>[0-9a-fA-F]{1,2})\.(?P<fn>[0-7])$"
 )
@@ -39,19 +44,19 @@ def parse_driver_version_file(text):
     match = _NVRM_RE.search(text)
     if not match:
         raise DriverVersionError("no 'NVRM version:' line")
-    nvrm = match.group("text").strip()
+    nvrm = match.group("text").strip()[:MAX_LINE]
     index = nvrm.find("Module")
     search_from = nvrm[index + len("Module"):] if index >= 0 else nvrm
     token = _VERSION_TOKEN_RE.search(search_from)
     if not token:
-        raise DriverVersionError("no version token in %r" % nvrm[:200])
+        raise DriverVersionError("no version token in %s" % quote(nvrm))
     flavor = "open" if "Open Kernel Module" in nvrm else "proprietary"
     gcc = _GCC_RE.search(text)
     return {
         "version": token.group(1),
         "flavor": flavor,
         "nvrm": nvrm,
-        "gcc": gcc.group("text").strip() if gcc else None,
+        "gcc": gcc.group("text").strip()[:MAX_LINE] if gcc else None,
     }
 
 

@@ -13,7 +13,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import csv
+import re
 
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils import node_values
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.nvidia_driver import normalize_bdf
 
 QUERY_FIELDS = (
@@ -33,6 +35,13 @@ LEGACY_QUERY_FIELDS = QUERY_FIELDS[:-1]
 ARGV = ["nvidia-smi", "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,nounits"]
 SEARCH_DIRS = ["/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin", "/run/nvidia/driver/usr/bin"]
 _NOT_AVAILABLE = ("[N/A]", "N/A", "[Not Supported]", "Not Supported", "")
+#: Ranges of the numeric columns: GPU index (nvidia-smi numbers at most a few dozen GPUs) and
+#: total memory in MiB (16 TiB; an H200 has 143771).
+INDEX_RANGE = (0, 1023)
+MEMORY_MIB_RANGE = (0, 1 << 24)
+MAX_TEXT = 256
+_DRIVER_VERSION_RE = re.compile(r"\A[0-9]{1,6}(?:\.[0-9]{1,6}){1,3}\Z")
+_VBIOS_RE = re.compile(r"\A[0-9A-Za-z._-]{1,64}\Z")
 
 
 class NvidiaSmiError(ValueError):
@@ -49,12 +58,14 @@ def _header_field(text):
     return text.strip().split(" [", 1)[0]
 
 
-def parse_query_csv(stdout):
+def parse_query_csv(stdout, problems=None):
     """Parse the CSV of :data:`ARGV` into one dict per GPU.
 
     Raises :class:`NvidiaSmiError` when the header does not name exactly :data:`QUERY_FIELDS`
     (or the older :data:`LEGACY_QUERY_FIELDS`, without ``vbios_version``) or a row has a different
-    number of columns.
+    number of columns. A value that its column cannot hold (an index in other than ASCII digits, a
+    5,000-digit memory size, "143771 MiB", an overlong name) is None, and a message naming the line
+    and the column (quoting at most a bounded prefix) is appended to ``problems`` when given.
     """
     lines = [line for line in (stdout or "").splitlines() if line.strip()]
     if not lines:
@@ -65,28 +76,65 @@ def parse_query_csv(stdout):
         raise NvidiaSmiError("not CSV: %s" % exc)
     header = tuple(_header_field(h) for h in rows[0])
     if header not in (QUERY_FIELDS, LEGACY_QUERY_FIELDS):
-        raise NvidiaSmiError("unexpected columns %s (expected %s)" % (", ".join(header), ", ".join(QUERY_FIELDS)))
+        raise NvidiaSmiError("unexpected columns %s (expected %s)" % (
+            node_values.quote(", ".join(header), 300), ", ".join(QUERY_FIELDS)))
     fields = header
     gpus = []
+    problems = [] if problems is None else problems
     for number, row in enumerate(rows[1:], start=2):
         if len(row) != len(fields):
             raise NvidiaSmiError("line %d has %d columns, expected %d" % (number, len(row), len(fields)))
         raw = dict(zip(fields, (_value(v) for v in row)))
-        vbios = raw.get("vbios_version")
-        memory = raw["memory.total"]
-        mig = (raw["mig.mode.current"] or "").lower() or None
-        device_id = raw["pci.device_id"]
-        gpus.append({
-            "index": int(raw["index"]) if raw["index"] and raw["index"].isdigit() else None,
-            "pci_bus_id": normalize_bdf(raw["pci.bus_id"]),
-            "pci_bus_id_raw": raw["pci.bus_id"],
-            # "0x233510DE": device id in the high 16 bits, vendor (10DE) in the low 16 bits.
-            "device_id": ("0x%s" % device_id[2:6].lower()) if device_id and len(device_id) == 10 else device_id,
-            "name": raw["name"],
-            "uuid": raw["uuid"],
-            "mig_mode": mig if mig in ("enabled", "disabled") else None,
-            "memory_mib": int(memory) if memory and memory.isdigit() else None,
-            "driver_version": raw["driver_version"],
-            "vbios_version": vbios.upper() if vbios else None,
-        })
+        gpus.append(_gpu(raw, "line %d: " % number, problems))
     return gpus
+
+
+def _checked(problems, value_error):
+    value, error = value_error
+    if error:
+        problems.append(error)
+    return value
+
+
+def _gpu(raw, where, problems):
+    """One GPU of the CSV, every value checked: a bad value is None and a message in ``problems``."""
+    def number(field, low_high):
+        if raw[field] is None:
+            return None
+        return _checked(problems, node_values.parse_int(raw[field], where + field, low_high[0], low_high[1]))
+
+    def text(field, pattern=None):
+        value = _checked(problems, node_values.text_value(raw.get(field), where + field, MAX_TEXT))
+        if value is not None and pattern is not None and not pattern.match(value):
+            problems.append("%s%s: %s is not a %s" % (where, field, node_values.quote(value), field))
+            return None
+        return value
+
+    vbios = text("vbios_version", _VBIOS_RE)
+    mig = (text("mig.mode.current") or "").lower() or None
+    bus_id = text("pci.bus_id")
+    return {
+        "index": number("index", INDEX_RANGE),
+        "pci_bus_id": normalize_bdf(bus_id),
+        "pci_bus_id_raw": bus_id,
+        "device_id": _device_id(raw["pci.device_id"], where, problems),
+        "name": text("name"),
+        "uuid": text("uuid"),
+        "mig_mode": mig if mig in ("enabled", "disabled") else None,
+        "memory_mib": number("memory.total", MEMORY_MIB_RANGE),
+        "driver_version": text("driver_version", _DRIVER_VERSION_RE),
+        "vbios_version": vbios.upper() if vbios else None,
+    }
+
+
+def _device_id(text, where, problems):
+    """``pci.device_id`` ``0x233510DE`` (device id in the high 16 bits, vendor in the low 16) -> ``0x2335``;
+    a 4-digit ``0x2335`` is taken as it is."""
+    if text is None:
+        return None
+    for digits in (8, 4):
+        number, error = node_values.parse_hex(text, where + "pci.device_id", digits=digits)
+        if error is None:
+            return "0x%04x" % (number >> 16 if digits == 8 else number)
+    problems.append("%spci.device_id: %s is not 0x and 8 (or 4) hex digits" % (where, node_values.quote(text)))
+    return None

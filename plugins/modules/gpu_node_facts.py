@@ -22,6 +22,8 @@ description:
     C(/proc/driver/nvidia/gpus/*/information) when it is missing or fails.
   - Never fails on bad node data; everything it could not read or understand is listed in
     C(gpu_node.problems) with its path and the reason.
+  - The result always serialises; names that are not UTF-8 (a NIC, a CDI spec file, a driver link
+    target) are returned with each undecodable byte as a backslash escape and listed in C(gpu_node.problems).
   - Runs on the node with the Python standard library only, on Python 3.8 and later. The node sends
     the raw, size-bounded text of the containerd config (and its imports) and of the CDI spec files
     to the controller, where the action plugin parses them (containerd TOML with C(tomllib), CDI
@@ -49,7 +51,9 @@ options:
     choices: [auto, run, recorded, none]
     default: auto
   containerd_config:
-    description: Path of containerd's main config file on the node (drop-ins named by its C(imports) are followed).
+    description:
+      - Path of containerd's main config file on the node (drop-ins named by its C(imports) are followed).
+      - An absolute node path, read below O(root); a relative path is refused.
     type: path
     default: /etc/containerd/config.toml
   timeout:
@@ -219,6 +223,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import Runner
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import BINARY_DIRS, collect
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_values import quote, sanitize
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import (
     LiveCommands,
     NoCommands,
@@ -266,14 +271,37 @@ def validate_root(module, root):
         module.fail_json(msg="root: %r is not a directory; expected the node's root (/) or a recorded tree" % root)
 
 
+def validate_containerd_config(module, path):
+    """``containerd_config`` names a file on the node, read below ``root``: an absolute node path."""
+    if not isinstance(path, str) or not path.startswith("/"):
+        module.fail_json(msg="containerd_config: %s is not an absolute path; expected the absolute node path of "
+                             "containerd's config (such as /etc/containerd/config.toml), which is read below root"
+                             % quote(path))
+    if "\x00" in path:
+        module.fail_json(msg="containerd_config: %s holds a NUL byte; expected an absolute node path such as "
+                             "/etc/containerd/config.toml" % quote(path))
+
+
+def serialisable_result(facts, raw):
+    """``(facts, raw)`` made JSON- and UTF-8-safe (node_values.sanitize): what was escaped, cut or
+    replaced is appended to the facts' ``problems``."""
+    facts, notes = sanitize(facts, "gpu_node")
+    raw, raw_notes = sanitize(raw, "gpu_node_raw")
+    if not isinstance(facts.get("problems"), list):
+        facts["problems"] = []
+    facts["problems"].extend(notes + raw_notes)
+    return facts, raw
+
+
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     root = module.params["root"]
     validate_root(module, root)
     validate_timeout(module, module.params["timeout"])
+    validate_containerd_config(module, module.params["containerd_config"])
     tree = NodeTree(root)
     commands = command_source(module, tree, module.params["commands"])
-    facts, raw = collect(tree, commands, module.params["containerd_config"])
+    facts, raw = serialisable_result(*collect(tree, commands, module.params["containerd_config"]))
     # The action plugin parses gpu_node_raw on the controller and removes it from the result.
     module.exit_json(changed=False, ansible_facts={"gpu_node": facts}, gpu_node_raw=raw)
 

@@ -427,7 +427,7 @@ def test_writers_give_way_to_a_watch_stream_until_it_sent(store):
     after that event; once the stream reports it sent, writers go on at once."""
     from kubelab import store as store_module
 
-    cm, _ = types()
+    cm = types()[0]
     seen = store.subscribe(("ConfigMap",), stream=True)
     try:
         store.create(cm, configmap("give-way-1", "default"))

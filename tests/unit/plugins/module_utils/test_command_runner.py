@@ -7,6 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import signal
+import subprocess
 import sys
 import time
 
@@ -91,3 +94,196 @@ def test_bad_argv_is_refused(argv):
 def test_bad_timeout_is_refused(timeout):
     with pytest.raises(command_runner.CommandError):
         command_runner.run(["true"], timeout)
+
+
+# A command whose grandchild leaves the process group (setsid after a fork) but keeps the write end
+# of our stdout: the deadline must hold for it too, and the grandchild must not outlive the call.
+ESCAPING_SCRIPT = r'''
+import os, sys, time
+pidfile, mode = sys.argv[1], sys.argv[2]
+
+
+def record(pid):
+    with open(pidfile + ".tmp", "a") as handle:
+        handle.write("%d\n" % pid)
+
+
+def hold():
+    if mode == "dup":
+        # Keep only a copy of stdout on another descriptor.
+        os.dup2(1, 9)
+        os.close(1)
+        os.close(2)
+        os.write(9, b"grandchild\n")
+    else:
+        sys.stdout.write("grandchild\n")
+        sys.stdout.flush()
+    while True:
+        if mode == "flood":
+            os.write(1, b"x" * 65536)
+        else:
+            time.sleep(30)
+
+
+middle = os.fork()
+if middle == 0:
+    os.setsid()
+    if os.fork() == 0:
+        if mode == "two" and os.fork() == 0:
+            os.setsid()
+            record(os.getpid())
+            hold()
+        record(os.getpid())
+        if mode == "two":
+            time.sleep(0.2)
+        os.rename(pidfile + ".tmp", pidfile)
+        hold()
+    os._exit(0)
+os.waitpid(middle, 0)
+for _ in range(200):
+    if os.path.exists(pidfile):
+        break
+    time.sleep(0.05)
+sys.stdout.write("child\n")
+sys.stdout.flush()
+if sys.argv[3] == "sleep":
+    time.sleep(30)
+sys.exit(3)
+'''
+
+needs_proc = pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc/self/fd"),
+                                reason="needs fork and /proc (Linux)")
+
+
+def _escaping_command(tmp_path, mode, child):
+    script = tmp_path / "escape.py"
+    script.write_text(ESCAPING_SCRIPT)
+    return [sys.executable, str(script), str(tmp_path / "grandchild.pid"), mode, child]
+
+
+def _grandchildren(tmp_path):
+    path = tmp_path / "grandchild.pid"
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return not handle.read().split(") ", 1)[1].startswith("Z")
+    except OSError:
+        return False
+
+
+def _kill_all(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@needs_proc
+@pytest.mark.parametrize("mode", ["plain", "dup", "two", "flood"])
+def test_setsid_grandchild_holding_stdout_past_the_deadline_is_killed(tmp_path, mode):
+    argv = _escaping_command(tmp_path, mode, "sleep")
+    started = time.monotonic()
+    try:
+        result = command_runner.run(argv, 2, max_output=100000)
+        elapsed = time.monotonic() - started
+        pids = _grandchildren(tmp_path)
+        assert pids, "the grandchild never started: %r" % (result.as_dict(),)
+        assert elapsed < 2 + 2, "returned after %.1f s" % elapsed
+        assert result.timed_out and result.rc is None and not result.unreaped
+        assert "grandchild\n" in result.stdout
+        if mode != "flood":  # a flood fills the bound before the child's line comes
+            assert "child\n" in result.stdout.replace("grandchild\n", "")
+        assert result.pipes_held and set(pids) <= set(result.pipe_holders)
+        assert os.getpid() not in result.pipe_holders
+        assert "timed out after 2 s" in result.describe() and "holding its output pipes killed" in result.describe()
+        for pid in pids:
+            assert processes.gone(pid, 1), "grandchild %d survived the deadline" % pid
+        if mode == "flood":
+            assert result.truncated and len(result.stdout) == 100000
+    finally:
+        _kill_all(_grandchildren(tmp_path))
+
+
+@needs_proc
+@pytest.mark.parametrize("mode", ["plain", "dup", "two"])
+def test_command_exits_but_setsid_grandchild_holds_stdout(tmp_path, mode):
+    """The command's own rc and the output up to then come back, by the deadline, and not as a timeout."""
+    runner = command_runner.Runner(timeout=2)
+    started = time.monotonic()
+    try:
+        rc, out, _err = runner(_escaping_command(tmp_path, mode, "exit"))
+        elapsed = time.monotonic() - started
+        pids = _grandchildren(tmp_path)
+        result = runner.results[-1]
+        assert pids, "the grandchild never started: %r" % (result.as_dict(),)
+        assert elapsed < 2 + 2, "returned after %.1f s" % elapsed
+        assert rc == 3 and not result.timed_out
+        assert "grandchild\n" in out and "child\n" in out.replace("grandchild\n", "")
+        assert result.pipes_held and set(pids) <= set(result.pipe_holders)
+        assert "exit code 3" in result.describe() and "held open" in result.describe()
+        for pid in pids:
+            assert processes.gone(pid, 1), "grandchild %d outlived the call" % pid
+    finally:
+        _kill_all(_grandchildren(tmp_path))
+
+
+@needs_proc
+@pytest.mark.parametrize("child", ["sleep", "exit"])
+def test_without_proc_the_pipes_are_closed_and_the_call_returns(tmp_path, monkeypatch, child):
+    """No way to find the holders (no /proc): close our read ends and return within the bound anyway."""
+    monkeypatch.setattr(command_runner, "_find_pipe_holders", lambda *args, **kwargs: None)
+    started = time.monotonic()
+    try:
+        result = command_runner.run(_escaping_command(tmp_path, "plain", child), 2)
+        elapsed = time.monotonic() - started
+        pids = _grandchildren(tmp_path)
+        assert pids
+        assert elapsed < 2 + 2, "returned after %.1f s" % elapsed
+        assert result.pipes_held and result.pipe_holders == []
+        assert "grandchild\n" in result.stdout
+        assert "could not be found or killed" in result.describe()
+        assert result.timed_out == (child == "sleep")
+        assert result.rc == (None if child == "sleep" else 3)
+        # The hold was real: nothing killed the grandchild, the runner just stopped waiting for it.
+        assert all(_alive(pid) for pid in pids)
+    finally:
+        _kill_all(_grandchildren(tmp_path))
+
+
+@needs_proc
+def test_pipe_holder_scan_finds_only_writers_and_never_us():
+    read_end, write_end = os.pipe()
+    sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
+    writer = subprocess.Popen(sleeper, pass_fds=(write_end,))
+    reader = subprocess.Popen(sleeper, pass_fds=(read_end,))
+    try:
+        inode = os.fstat(read_end).st_ino
+        deadline = time.monotonic() + 5
+        found = []
+        while time.monotonic() < deadline:  # wait until both have exec'd (close_fds is done by then)
+            found = command_runner._find_pipe_holders([inode], time.monotonic() + 5, time.monotonic,
+                                                      frozenset([os.getpid()]), 0)
+            if [pid for pid, _fd in found] == [writer.pid]:
+                break
+            time.sleep(0.05)
+        assert [pid for pid, _fd in found] == [writer.pid]
+        assert command_runner._find_pipe_holders([], time.monotonic() + 5, time.monotonic, frozenset(), 0) is None
+        assert not command_runner._kill_holder(reader.pid, str(read_end), [inode])
+        assert command_runner._kill_holder(writer.pid, found[0][1], [inode])
+        assert writer.wait(5) == -signal.SIGKILL
+        assert reader.poll() is None
+    finally:
+        for proc in (writer, reader):
+            proc.kill()
+            proc.wait()
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_pid_names_are_ascii_digits_only():
+    assert command_runner._is_pid("123")
+    assert not any(command_runner._is_pid(name) for name in ("", "¹", "12a", "self", "1" * 40))

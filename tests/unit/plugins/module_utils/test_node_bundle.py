@@ -128,3 +128,29 @@ def test_class_links_are_recorded_as_links_and_replay(tmp_path):
 
 def test_check_member_is_the_data_filter_rule():
     assert node_bundle.check_member(tarfile.TarInfo("a/b"), "/tmp/x") is None
+
+
+def test_a_bundle_of_a_rooted_tree_holds_nothing_from_outside_the_root(tmp_path):
+    """Links in a recorded tree that point out of it are resolved inside the root, like the reads were."""
+    outside = tmp_path / "host-secret"
+    outside.write_text(u"SECRET=1\n")
+    (tmp_path / "host-dir").mkdir()
+    (tmp_path / "host-dir" / "sub").mkdir()
+    root = tmp_path / "node"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "os-release").symlink_to(str(outside))           # absolute, to the host
+    (root / "etc" / "machine-id").symlink_to("../../host-secret")     # relative, climbing out
+    (root / "etc" / "d").symlink_to(str(tmp_path / "host-dir"))
+    tree = NodeTree(str(root), record=True)
+    assert tree.read_text("/etc/os-release") is None
+    assert tree.read_text("/etc/machine-id") is None
+    assert tree.listdir("/etc/d") is None
+    tree.reads.extend([("file", "/etc/os-release"), ("exists", "/etc/machine-id"), ("dir", "/etc/d")])
+    dest = tmp_path / "b.tar.gz"
+    write_bundle(str(dest), tree, {}, {}, {})
+    with tarfile.open(str(dest)) as tar:
+        names = tar.getnames()
+        for member in tar.getmembers():
+            if member.isfile():
+                assert b"SECRET" not in tar.extractfile(member).read()
+    assert "etc/d/sub" not in names and "etc/d" not in names

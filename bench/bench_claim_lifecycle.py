@@ -37,7 +37,7 @@ import urllib.request
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_stats  # noqa: E402 pylint: disable=wrong-import-position
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import claim_stats
 
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
 COLLECTIONS = os.path.join(REPO, ".cache", "collections")

@@ -42,8 +42,8 @@ def _import_collection():
 
 _import_collection()
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import evaluate  # noqa: E402
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import load_matrix  # noqa: E402
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.evaluate import evaluate  # noqa: E402
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.matrix import load_matrix  # noqa: E402
 
 GOAL_SECONDS = 1.0
 GOAL_MIB = 200.0

@@ -120,7 +120,7 @@ def bare_rollback(lab, revision):
     """Seconds a bare script takes for the same rollback (see the module docstring)."""
     import time  # pylint: disable=import-outside-toplevel
     import helm_python  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import k8s_client  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import client as k8s_client
     from ansible_collections.gpufleet.dra_gate.plugins.modules import control_suite  # pylint: disable=import-outside-toplevel
     started = time.monotonic()
     helm = helm_python.Config(kubeconfig_path=lab.kubeconfig, namespace="gpu-operator", storage_driver="secret")

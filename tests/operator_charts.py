@@ -556,7 +556,7 @@ def write_mapping(directory: str) -> dict:
     collections = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".cache", "collections")
     if collections not in sys.path:  # run as a script (molecule): the collection as tests/conftest.py finds it
         sys.path.insert(0, collections)
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.operator_charts import local_digest  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases.operator_charts import local_digest  # pylint: disable=import-outside-toplevel
     paths = {"26.3.1": write_chart(directory, "26.3.1"), "26.6.2": chart_archive(directory, "26.6.2"),
              "26.7.0": write_chart(directory, "26.7.0")}
     return {version: {"path": path, "sha256": local_digest(path)[1]} for version, path in paths.items()}

@@ -54,8 +54,8 @@ _UUID = re.compile(r"GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 def gather(root: str) -> dict:
     """The collection's ``gpu_node`` facts of the tree at ``root`` (recorded commands)."""
     nodetrees.collection_importable()
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import node_config  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree, RecordedCommands  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import config as node_config
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import NodeTree, RecordedCommands  # pylint: disable=import-outside-toplevel
     tree = NodeTree(root)
     return node_config.gather(tree, RecordedCommands(tree))
 

@@ -79,7 +79,7 @@ def collection_importable() -> None:
 def h200_tree(dest, bundle=H200_BUNDLE):
     """Unpack the bundle recorded on the real H200 machine into ``dest``; return ``dest``."""
     collection_importable()
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_bundle import extract_bundle  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.bundle import extract_bundle  # pylint: disable=import-outside-toplevel
     extract_bundle(bundle, str(dest))
     return str(dest)
 

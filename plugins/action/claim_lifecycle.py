@@ -20,7 +20,7 @@ import threading
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.claim_lifecycle import progress_path
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases.claim_lifecycle import progress_path
 
 display = Display()
 

@@ -20,7 +20,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.evaluate import (
     ARGUMENT_SPEC,
     CompatError,
     coverage_of,
@@ -28,7 +28,7 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import (
     gate_decision,
     summarize,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import MatrixError, load_matrix
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.matrix import MatrixError, load_matrix
 
 #: ``<collection>/data/matrix``, found relative to this file (plugins/action/compat_check.py).
 BUNDLED_MATRIX_DIR = os.path.join(

@@ -23,8 +23,8 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import complete
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_values import quote, sanitize
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.config import complete
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.values import quote, sanitize
 
 RAW_KEY = "gpu_node_raw"
 #: Where problems about the facts document itself are filed.

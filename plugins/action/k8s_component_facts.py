@@ -16,7 +16,7 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_components import complete
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.components import complete
 
 RAW_KEY = "k8s_components_raw"
 

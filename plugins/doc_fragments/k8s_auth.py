@@ -9,7 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     # The connection options of every cluster-side module (K8S_AUTH_ARG_SPEC in
-    # plugins/module_utils/k8s_client.py). Set them once for all of them with
+    # plugins/module_utils/cluster/client.py). Set them once for all of them with
     # module_defaults: group/gpufleet.dra_gate.k8s.
     DOCUMENTATION = r"""
 options:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The drain play's hosts, serial and wave plan from Python-checked values (module_utils/waves.py).
+"""The drain play's hosts, serial and wave plan from Python-checked values (module_utils/phases/waves.py).
 
 Documentation: the sidecar files drain_wave_hosts.yml, drain_wave_serial.yml and drain_wave_plan.yml.
 """
@@ -12,7 +12,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import waves
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import waves
 
 PREFIX = "drain_waves: nothing was changed: "
 

@@ -38,6 +38,8 @@ description:
   - Runs on the controller (C(delegate_to=localhost)).
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.dra_gate.attributes.controller
 options:
   run_dir:
     description:
@@ -201,40 +203,18 @@ notes:
   elements: str
 """
 
-import datetime
 import hashlib
 import os
-import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_native
+from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import command_runner
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files as pf
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import artifacts as art
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
-
-
-def measure(path, follow=True):
-    """exists, is_file, size, sha256, mode of a file (the content is read in chunks, never returned).
-    ``follow=False``: a symbolic link is reported (``is_link``) and never opened."""
-    try:
-        info = os.stat(path) if follow else os.lstat(path)
-    except OSError:
-        return {"exists": False}
-    if stat.S_ISLNK(info.st_mode):
-        return {"exists": True, "is_link": True, "is_file": False}
-    if not stat.S_ISREG(info.st_mode):
-        return {"exists": True, "is_file": False}
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1024 * 1024), b""):
-                digest.update(chunk)
-    except (IOError, OSError) as exc:
-        return {"exists": True, "is_file": True, "error": to_native(exc)}
-    return {"exists": True, "is_file": True, "size": info.st_size, "sha256": digest.hexdigest(),
-            "mode": stat.S_IMODE(info.st_mode)}
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import command_runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import private_files as pf
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import artifacts as art
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import records as evidence
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import run_dir as run_files
 
 
 def present(module, index, index_path, before, run_id, now):
@@ -250,7 +230,7 @@ def present(module, index, index_path, before, run_id, now):
             problems.append("%s: on host %s, not on this machine; fetch it to the controller and index the copy"
                             % (entry["path"], entry["host"]))
             continue
-        observed = measure(entry["path"])
+        observed = run_files.measure(entry["path"])
         if module.check_mode and not observed.get("exists") and entry.get("sha256") and entry.get("size") is not None:
             entries.append(entry)  # not written in check mode: the capture's own sha256 stands for it
             continue
@@ -313,7 +293,7 @@ def verify_evidence(module, run_dir):
         if os.path.basename(name) != name or name in ("", ".", ".."):
             observed[name] = {"exists": False}
             continue
-        observed[name] = measure(os.path.join(run_dir, name), follow=False)
+        observed[name] = run_files.measure(os.path.join(run_dir, name), follow=False)
     bad = [{"path": os.path.join(run_dir, item["file"]), "kind": "evidence-record", "host": "localhost",
             "problems": item["problems"]} for item in evidence.judge_run_dir(index, observed)]
     return bad, len(files)
@@ -344,7 +324,7 @@ def verified(module, index, index_path, before):
         if item["problem"]:
             problems = [item["problem"]]
         else:
-            observed = measure(item["path"])
+            observed = run_files.measure(item["path"])
             problems = ["cannot be read: %s" % observed["error"]] if observed.get("error") else art.judge(entry, observed)
             if not problems and "etcd-status" in item["checks"]:
                 if tool:
@@ -412,7 +392,7 @@ def main():
         index = art.load_index(before, run_id)
     except art.ArtifactError as exc:
         module.fail_json(msg="%s: %s" % (index_path, exc), index_path=index_path)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = clock.utc_now()
     if params["state"] == "present":
         present(module, index, index_path, before, run_id, now)
     if before is None:

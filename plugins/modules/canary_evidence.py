@@ -29,6 +29,9 @@ description:
   - Read-only; runs on the controller (C(delegate_to=localhost)). Rule in docs/evidence.md.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.dra_gate.attributes.controller
+  - gpufleet.dra_gate.run_id
 options:
   evidence_root:
     description:
@@ -36,10 +39,6 @@ options:
         M(gpufleet.dra_gate.gate_evidence) O(gpufleet.dra_gate.gate_evidence#module:root)). Not private
         (a link, another owner, writable by group or others) means not cleared.
     type: path
-    required: true
-  run_id:
-    description: The canary gate run's id; letters, digits, C(.), C(_), C(-), at most 128, starting with a letter or digit.
-    type: str
     required: true
   phase:
     description: The phase whose newest record is judged.
@@ -74,11 +73,6 @@ attributes:
     description: Target OS/families that can be operated against.
     support: full
     platforms: posix
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.controller
 notes:
   - The sha256 proves that a record is the one the index lists; both live in the canary's evidence
     directory, so the evidence root must stay private.
@@ -155,121 +149,35 @@ duration_seconds:
   type: float
 """
 
-import datetime
-import hashlib
-import json
 import os
-import stat
-import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import canary_clearance as cc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files as pf
-
-#: A record larger than this is not read (records are a few hundred KiB at most).
-MAX_RECORD_BYTES = 64 * 1024 * 1024
-
-
-def rfc3339(epoch):
-    stamp = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc)
-    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def observe(path):
-    """What :func:`evidence.judge_run_dir` needs of a file, measured without following a link, and
-    the bytes that were hashed (so the record judged is the record verified)."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return {"exists": False}, None
-    if stat.S_ISLNK(info.st_mode):
-        return {"exists": True, "is_link": True, "is_file": False}, None
-    if not stat.S_ISREG(info.st_mode):
-        return {"exists": True, "is_file": False}, None
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        return {"exists": True, "is_file": True, "error": to_native(exc)}, None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return {"exists": True, "is_file": False}, None
-        if info.st_size > MAX_RECORD_BYTES:
-            return {"exists": True, "is_file": True, "error": "larger than %d bytes" % MAX_RECORD_BYTES}, None
-        chunks = []
-        while True:
-            block = os.read(fd, 1024 * 1024)
-            if not block:
-                break
-            chunks.append(block)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    return {"exists": True, "is_file": True, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "mode": stat.S_IMODE(info.st_mode)}, data
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.module_run import ModuleRun
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import canary_clearance as cc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import records as evidence
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import run_dir
 
 
 def read_evidence(root, run_id, phase):
     """``(reasons, path, entry, record, sha256)`` of the run's newest record of ``phase``."""
-    problem = pf.check_private_root(root)
-    if problem:
-        return ["evidence_root: %s" % problem], None, None, None, None
-    run_dir = os.path.join(root, run_id)
-    if not os.path.lexists(run_dir):
-        return ["%s: no evidence directory for the canary run %s (found nothing, expected its gate run's evidence)"
-                % (run_dir, run_id)], None, None, None, None
-    if os.path.islink(run_dir) or not os.path.isdir(run_dir):
-        return ["%s: the run directory is a link or not a directory; expected a directory" % run_dir], None, None, None, None
-    reasons = []
-    mode = stat.S_IMODE(os.lstat(run_dir).st_mode)
-    if mode & 0o077:
-        reasons.append("%s: the run directory has mode %04o; expected 0700" % (run_dir, mode))
-    index_path = os.path.join(run_dir, evidence.INDEX_FILE)
-    if os.path.islink(index_path):
-        return reasons + ["%s: the evidence index is a symbolic link; expected a file" % index_path], None, None, None, None
-    text = pf.read_text(index_path)
-    if text is None:
-        return reasons + ["%s: %s; expected the canary run's evidence index" % (
-            index_path, "cannot be read" if os.path.lexists(index_path) else "does not exist")], None, None, None, None
-    try:
-        index = evidence.load_index(text, run_id)
-    except evidence.EvidenceError as exc:
-        return reasons + ["%s: %s" % (index_path, exc)], None, None, None, None
-    if index.get("run_id") != run_id:
-        reasons.append("%s: run_id found %r, expected %r" % (index_path, index.get("run_id"), run_id))
-    try:
-        names = os.listdir(run_dir)
-    except OSError as exc:
-        return reasons + ["%s: cannot be listed: %s" % (run_dir, to_native(exc))], None, None, None, None
+    run = run_dir.read_run(root, run_id, what="the canary run")
+    reasons, index = list(run["reasons"]), run["index"]
+    if index is None:
+        return reasons, None, None, None, None
+    index_path = os.path.join(run["run_dir"], evidence.INDEX_FILE)
     entry = cc.newest_entry(index, phase)
-    files = set(evidence.record_names(names)) | set(e["file"] for e in index["records"])
-    observed, data = {}, {}
-    for name in files:
-        if os.path.basename(name) != name or name in ("", ".", ".."):
-            observed[name] = {"exists": False}
-            continue
-        observed[name], data[name] = observe(os.path.join(run_dir, name))
-        if observed[name].get("error"):
-            reasons.append("%s: cannot be read: %s" % (os.path.join(run_dir, name), observed[name]["error"]))
-    for bad in evidence.judge_run_dir(index, observed):
-        reasons.append("%s: does not verify against the evidence index: %s" % (
-            os.path.join(run_dir, bad["file"]), "; ".join(bad["problems"])))
     if entry is None:
         return reasons + ["%s: the evidence index lists no %s record (found %s); expected the canary's %s record" % (
             index_path, phase, ", ".join(sorted(set(e.get("phase") for e in index["records"]))) or "no records",
             phase)], None, None, None, None
-    path = os.path.join(run_dir, entry["file"])
-    raw = data.get(entry["file"])
-    if raw is None:
+    path = os.path.join(run["run_dir"], entry["file"])
+    if run["data"].get(entry["file"]) is None:
         return reasons, path, entry, None, None
-    sha256 = observed[entry["file"]].get("sha256")
-    try:
-        record = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        return reasons + ["%s: not a JSON record: %s" % (path, exc)], path, entry, None, sha256
+    sha256 = run["observed"][entry["file"]].get("sha256")
+    record, error = run_dir.load_record(run, entry["file"])
+    if error:
+        return reasons + [error], path, entry, None, sha256
     return reasons, path, entry, record, sha256
 
 
@@ -285,26 +193,23 @@ def main():
         ),
         supports_check_mode=True,
     )
-    started = time.time()
+    run = ModuleRun(module, digits=6)
     params = module.params
-    timing = dict(started_at=rfc3339(started), finished_at=None, duration_seconds=None)
     root = params["evidence_root"]
     if not root or not os.path.isabs(root):
-        module.fail_json(msg="evidence_root: expected an absolute path, got %r" % (root,), **timing)
+        run.fail("evidence_root: expected an absolute path, got %r" % (root,))
     try:
         evidence.validate_names(params["run_id"], params["phase"])
         target = cc.validate_target(params["target_version"])
         hops = cc.validate_hops(params["hops"])
     except (evidence.EvidenceError, cc.ClearanceError) as exc:
-        module.fail_json(msg=str(exc), **timing)
+        run.fail(str(exc))
     if params["release"] is not None and not params["release"].strip():
-        module.fail_json(msg="release: expected a Helm release name or nothing, got an empty string", **timing)
+        run.fail("release: expected a Helm release name or nothing, got an empty string")
     reasons, path, entry, record, sha256 = read_evidence(os.path.normpath(root), params["run_id"], params["phase"])
     result = cc.clearance(reasons, path=path, entry=entry, record=record, sha256=sha256, run_id=params["run_id"],
                           phase=params["phase"], target_version=target, hops=hops, release=params["release"])
-    finished = time.time()
-    timing.update(finished_at=rfc3339(finished), duration_seconds=round(finished - started, 6))
-    module.exit_json(changed=False, **dict(result, **timing))
+    run.exit(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -156,6 +156,7 @@ options:
     type: path
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
 attributes:
   check_mode:
     support: full
@@ -166,15 +167,6 @@ attributes:
     support: full
     description:
       - Shows the records file that is (or would be) written and the objects a lifecycle creates.
-  platform:
-    description: Runs on the controller or a delegate that can reach the API server.
-    support: full
-    platforms: all
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.k8s
 notes:
   - Needs create, delete, get, list and watch on pods and resourceclaimtemplates and list and watch on
     resourceclaims in O(namespace), list on resourceslices and get on deviceclasses (and create on namespaces
@@ -294,9 +286,10 @@ import os
 import signal
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_lifecycle as cl
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_stats, private_files
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError, argspec, module_reader
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import claim_lifecycle as cl
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import claim_stats
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import private_files
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import K8sApiError, argspec, module_reader
 
 MODULE_ARG_SPEC = dict(
     state=dict(type="str", choices=["present", "absent"], default="present"),

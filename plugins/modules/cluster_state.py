@@ -23,8 +23,8 @@ description:
   - C(<plural>.<group>/) the objects of the kinds in O(custom_resource_kinds) (ClusterPolicy and
     GPUCluster), whole, with their status.
   - C(deviceclasses/) every DeviceClass (C(resource.k8s.io/v1)) and C(runtimeclasses/) every RuntimeClass.
-  - C(node-labels-taints/) for each GPU node (label C(nvidia.com/gpu.present=true), a non-zero
-    C(nvidia.com/gpu) capacity, or the lab's C(kubelab.gpufleet.io/gpu-backend) label) its name, uid,
+  - C(node-labels-taints/) for each GPU node (label C(nvidia.com/gpu.present=true) or a non-zero
+    C(nvidia.com/gpu) capacity or allocatable) its name, uid,
     resourceVersion, labels, annotations, taints and cordon.
   - C(metadata.managedFields) is removed from every object (server-side-apply bookkeeping, rewritten on
     every write, refused by a create); everything else is kept as served.
@@ -77,6 +77,7 @@ options:
     default: 500
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
 attributes:
   check_mode:
     support: full
@@ -171,20 +172,19 @@ import datetime
 import os
 import re
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import cluster_state as cs
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.artifacts import default_verify
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import state as cs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.artifacts import default_verify
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import (
     K8sApiError,
-    K8sConfigError,
-    K8sLibraryError,
     argspec,
-    build_api_client,
     check_params,
+    module_api_client,
     reader_from_params,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.private_files import (
     PrivateFileError,
     ensure_private_dir,
     make_new_dir,
@@ -268,18 +268,13 @@ def main():
     if bad:
         module.fail_json(msg=bad)
     now = datetime.datetime.now(datetime.timezone.utc)
-    stamp = params["stamp"] or now.strftime("%Y%m%dT%H%M%SZ")
+    stamp = params["stamp"] or clock.name_stamp(now)
     if not STAMP_RE.match(stamp):
         module.fail_json(msg="stamp: %r is not valid; expected letters, digits, '.', '_' or '-'" % stamp)
     dest = params["dest"]
     if os.path.exists(dest) and not os.path.isdir(dest):
         module.fail_json(msg="dest: %r exists and is not a directory" % dest)
-    try:
-        api_client = build_api_client(params)
-    except K8sLibraryError as exc:
-        module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception)
-    except K8sConfigError as exc:
-        module.fail_json(msg="cannot connect to the cluster: %s" % exc)
+    api_client = module_api_client(module)
     host = (api_client.configuration.host or "").rstrip("/")
     reader = reader_from_params(api_client, params, page_size=params["page_size"])
     not_served = []
@@ -301,7 +296,7 @@ def main():
                 write_exclusive(os.path.join(capture_dir, item["relpath"]), item["text"])
         except (IOError, OSError, PrivateFileError) as exc:
             module.fail_json(msg="dest: cannot write the capture under %s: %s" % (capture_dir, exc), dir=capture_dir)
-    captured_at = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    captured_at = clock.to_datetime(now)
     artifacts = []
     for item in files:
         path = os.path.join(capture_dir, item["relpath"])

@@ -44,21 +44,14 @@ attributes:
   diff_mode:
     description: Will return details on what has changed.
     support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: all
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
   async:
     description: Supports being used with the C(async) keyword.
     support: none
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.controller
+extends_documentation_fragment:
+  - gpufleet.dra_gate.attributes.controller
 options:
   nodes:
     description:
@@ -455,7 +448,7 @@ matrix:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.evaluate import (
     ARGUMENT_SPEC,
     CompatError,
     coverage_of,
@@ -463,7 +456,7 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import (
     gate_decision,
     summarize,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.matrix import (
     HAS_YAML,
     YAML_IMPORT_ERROR,
     MatrixError,

@@ -30,11 +30,10 @@ description:
     diffs, messages or returns. Standard library only, Python 3.8+.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.dra_gate.node_root
+  - gpufleet.dra_gate.attributes.node
 options:
-  root:
-    description: Root prefix under which every node path is read and written (C(/) is the live node).
-    type: path
-    default: /
   config:
     description: containerd's main config file (node path).
     type: path
@@ -73,10 +72,6 @@ attributes:
   diff_mode:
     support: full
     description: Returns the changed file's before and after, registry credentials redacted.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the node (Linux) with the standard library only.
 notes:
   - The change is text-level; with a TOML parser the merged result of the main file and its imports is checked to give
     CDI on with O(spec_dirs) (an import that overrides it is refused).
@@ -165,16 +160,16 @@ duration_seconds:
 import hashlib
 import os
 import tempfile
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import command_runner
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import containerd as ctd
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import containerd_cdi as cdi
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.control_suite import rfc3339
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import (
-    PrivateFileError, ensure_private_dir, write_private)
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.module_run import ModuleRun
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import command_runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import containerd as ctd
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import containerd_cdi as cdi
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.private_files import (
+    PrivateFileError, ensure_private_dir, replace_keeping_mode, write_private)
 
 
 def real(root, path):
@@ -225,17 +220,16 @@ def main():
         ),
         supports_check_mode=True,
     )
-    started = time.time()
+    run = ModuleRun(module)
+    started = run.started
     params = module.params
     root = params["root"] or "/"
     result = dict(changed=False, method="none", target=params["config"], reason="", containerd_version=None,
                   cri_table=None, config_version=None, validated_by=None, backup=None, artifact=None, restore=None)
 
     def finish(**extra):
-        finished = time.time()
         result.update(extra)
-        result.update(started_at=rfc3339(started), finished_at=rfc3339(finished), duration_seconds=round(finished - started, 3))
-        return result
+        return run.timed(result)
 
     def fail(msg):
         module.fail_json(msg="containerd_cdi: %s" % cdi.redact_text(msg), **finish())
@@ -295,34 +289,14 @@ def main():
             with open(target_real, "rb") as handle:
                 if handle.read() != original:
                     raise cdi.CdiError("%s changed while it was being read; nothing written" % change["target"])
-            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(started)) + "%06dZ" % int((started % 1) * 1e6)
+            stamp = clock.name_stamp(started, micro=True)
             backup_node = os.path.join(params["backup_dir"], "%s.%s.bak" % (os.path.basename(change["target"]), stamp))
             ensure_private_dir(real(root, params["backup_dir"]))
             write_private(real(root, backup_node), original)
             backup.update(path=backup_node, sha256=hashlib.sha256(original).hexdigest(), size=len(original))
-            mode = os.stat(target_real).st_mode & 0o7777
-        else:
-            mode = 0o600
-            if not os.path.isdir(os.path.dirname(target_real)):
-                os.makedirs(os.path.dirname(target_real), 0o755)
-        fd, tmp = tempfile.mkstemp(prefix=".gpufleet-cdi-", dir=os.path.dirname(target_real))
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(change["after"].encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
-            if change["before"] is not None:
-                st = os.stat(target_real)
-                try:
-                    os.chown(tmp, st.st_uid, st.st_gid)
-                except OSError:
-                    pass
-            os.replace(tmp, target_real)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        elif not os.path.isdir(os.path.dirname(target_real)):
+            os.makedirs(os.path.dirname(target_real), 0o755)
+        replace_keeping_mode(target_real, change["after"].encode("utf-8"))  # a new drop-in: 0600
     except (cdi.CdiError, PrivateFileError) as exc:
         fail(str(exc))
     except (IOError, OSError) as exc:

@@ -26,16 +26,15 @@ description:
     prints. Registry credentials never appear in returns or messages. Standard library only, Python 3.8+.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.dra_gate.node_root
+  - gpufleet.dra_gate.attributes.node
 options:
   state:
     description: What to do.
     type: str
     choices: [restarted, verified, restored]
     default: verified
-  root:
-    description: Root prefix of every node path (O(config), O(address), O(restore) paths).
-    type: path
-    default: /
   config:
     description: containerd's main config file (node path), given to C(config dump).
     type: path
@@ -97,10 +96,6 @@ attributes:
   diff_mode:
     support: none
     description: No diff; O(state=restored) returns the paths it puts back.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the node (Linux) with the standard library only.
 seealso:
   - module: gpufleet.dra_gate.containerd_cdi
 """
@@ -161,14 +156,15 @@ duration_seconds:
 import hashlib
 import os
 import stat
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import command_runner
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import containerd_cdi as cdi
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.control_suite import rfc3339
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.module_run import ModuleRun
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import command_runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import containerd_cdi as cdi
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.private_files import replace_keeping_mode
 
 
 class StepFailed(Exception):
@@ -189,19 +185,7 @@ def restore_file(root, spec):
         data = handle.read()
     if spec.get("sha256") and hashlib.sha256(data).hexdigest() != spec["sha256"]:
         raise StepFailed("backup %s does not match its sha256 %s: not restored" % (spec["backup"], spec["sha256"]))
-    mode = stat.S_IMODE(os.stat(target).st_mode) if os.path.exists(target) else 0o600
-    fd, tmp = tempfile.mkstemp(prefix=".gpufleet-restore-", dir=os.path.dirname(target))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    replace_keeping_mode(target, data)
     return "copied"
 
 
@@ -259,14 +243,12 @@ def main():
     )
     params = module.params
     root = params["root"] or "/"
-    started = time.time()
+    run = ModuleRun(module)
     steps = []
     result = dict(changed=False, state=params["state"], steps=steps)
 
     def finish():
-        finished = time.time()
-        result.update(started_at=rfc3339(started), finished_at=rfc3339(finished), duration_seconds=round(finished - started, 3))
-        return result
+        return run.timed(result)
 
     for name in ("wait_timeout", "timeout"):
         if not params[name] > 0:
@@ -286,7 +268,7 @@ def main():
             entry["detail"] = cdi.redact_text(str(exc))
         finally:
             done = time.time()
-            entry.update(started_at=rfc3339(begun), finished_at=rfc3339(done), duration_seconds=round(done - begun, 3))
+            entry.update(started_at=clock.rfc3339(begun), finished_at=clock.rfc3339(done), duration_seconds=round(done - begun, 3))
         if not entry["ok"]:
             module.fail_json(msg="containerd_runtime: %s failed: %s" % (name, entry["detail"]), **finish())
         return entry["detail"]

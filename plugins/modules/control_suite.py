@@ -93,6 +93,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
 attributes:
   check_mode:
     support: full
@@ -262,7 +263,6 @@ api_retries:
   type: int
 """
 
-import datetime
 import os
 import signal
 import time
@@ -270,14 +270,14 @@ import uuid
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import control_suite as cs
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import objects as kube
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import control_suite as cs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import (
     K8sApiError,
-    K8sConfigError,
-    K8sLibraryError,
     argspec,
-    build_api_client,
     check_params,
+    module_api_client,
     reader_from_params,
 )
 
@@ -362,7 +362,7 @@ def load_suite(params):
 
 
 def default_run_id():
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = clock.name_stamp()
     return "cs-%s-%s" % (stamp, uuid.uuid4().hex[:4])
 
 
@@ -385,24 +385,16 @@ class Runner:
 
     # --- namespace -------------------------------------------------------------------------------
 
-    def _get_or_none(self, path):
-        try:
-            return self.reader.get(path)
-        except K8sApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
-
     def _wait_gone(self, path, deadline):
         while self.clock() < deadline:
-            if self._get_or_none(path) is None:
+            if kube.get_or_none(self.reader, path) is None:
                 return True
             self.sleep(min(self.params["poll_interval"], max(deadline - self.clock(), 0.01)))
-        return self._get_or_none(path) is None
+        return kube.get_or_none(self.reader, path) is None
 
     def ensure_namespace(self):
         path = "/api/v1/namespaces/%s" % self.namespace
-        current = self._get_or_none(path)
+        current = kube.get_or_none(self.reader, path)
         if current is not None and (current.get("metadata") or {}).get("deletionTimestamp"):
             # a namespace being deleted (an earlier run's) refuses creates: wait for it to go first
             if not self._wait_gone(path, self.clock() + self.params["cleanup_timeout"]):
@@ -422,7 +414,7 @@ class Runner:
         """Pods of a new namespace are refused until its ``default`` ServiceAccount exists (admission)."""
         path = "/api/v1/namespaces/%s/serviceaccounts/default" % self.namespace
         deadline = self.clock() + SA_WAIT_SECONDS
-        while self._get_or_none(path) is None and self.clock() < deadline:
+        while kube.get_or_none(self.reader, path) is None and self.clock() < deadline:
             self.sleep(min(0.1, self.params["poll_interval"]))
 
     # --- workloads -------------------------------------------------------------------------------
@@ -447,7 +439,7 @@ class Runner:
 
     def observe(self, item):
         workload = item["workload"]
-        obj = self._get_or_none(cs.object_path(workload["kind"], self.namespace, item["name"]))
+        obj = kube.get_or_none(self.reader, cs.object_path(workload["kind"], self.namespace, item["name"]))
         pods = []
         if workload["kind"] != "Pod":
             pods = self.reader.list(cs.collection_path("Pod", self.namespace),
@@ -511,7 +503,7 @@ class Runner:
             self.reader.request("DELETE", path, body=DELETE_BODY)
             return True
         except K8sApiError as exc:
-            if exc.status == 404:
+            if kube.not_found(exc):
                 return False
             raise
 
@@ -594,12 +586,7 @@ def main():
         module.fail_json(msg=str(exc))
     started = time.time()
     plan = plan_objects(suite, run_id)
-    try:
-        api_client = build_api_client(params)
-    except K8sLibraryError as exc:
-        module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception)
-    except K8sConfigError as exc:
-        module.fail_json(msg="cannot connect to the cluster: %s" % exc)
+    api_client = module_api_client(module)
     reader = reader_from_params(api_client, params)
     runner = Runner(reader, suite, run_id, params)
     common = dict(run_id=run_id, namespace=suite["namespace"], run_label=cs.selector(run_id), suite_source=source,
@@ -607,13 +594,13 @@ def main():
 
     def finish(**extra):
         finished = time.time()
-        extra.update(common, started_at=cs.rfc3339(started), finished_at=cs.rfc3339(finished),
+        extra.update(common, started_at=clock.rfc3339(started), finished_at=clock.rfc3339(finished),
                      duration_seconds=round(finished - started, 3), api_calls=reader.calls, api_retries=reader.retries)
         return extra
 
     if module.check_mode:
         try:
-            exists = runner._get_or_none("/api/v1/namespaces/%s" % suite["namespace"])  # pylint: disable=protected-access
+            exists = kube.get_or_none(runner.reader, "/api/v1/namespaces/%s" % suite["namespace"])
         except K8sApiError as exc:
             api_client.close()
             module.fail_json(msg="reading the cluster failed: %s" % exc, forbidden=exc.forbidden, **finish())

@@ -114,12 +114,6 @@ options:
       - Seconds to wait, per applied CRD, for its C(Established) condition to become True.
     type: float
     default: 60
-  evidence_dir:
-    description:
-      - Directory under which a new C(<stamp>/) directory receives the before and after objects
-        (C(before/<name>.json), C(after/<name>.json); directories 0700, files 0600, never replaced).
-      - Nothing is written in check mode.
-    type: path
   stamp:
     description:
       - Name of the evidence directory; by default the UTC time C(YYYYmmddTHHMMSSZ). A name that is
@@ -127,6 +121,8 @@ options:
     type: str
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
+  - gpufleet.dra_gate.evidence_dir.stamped
 attributes:
   check_mode:
     support: full
@@ -270,21 +266,21 @@ import os
 import re
 import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import crd_prepare as cp
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_charts as opc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.artifacts import default_verify
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import objects as kube
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import crd_prepare as cp
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import operator_charts as opc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.artifacts import default_verify
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import (
     K8sApiError,
-    K8sConfigError,
-    K8sLibraryError,
     argspec,
-    build_api_client,
     check_params,
+    module_api_client,
     reader_from_params,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.private_files import (
     PrivateFileError,
     ensure_private_dir,
     make_new_dir,
@@ -347,12 +343,7 @@ def crd_path(name):
 
 
 def read_live(reader, name):
-    try:
-        return reader.get(crd_path(name))
-    except K8sApiError as exc:
-        if exc.status == 404:
-            return None
-        raise
+    return kube.get_or_none(reader, crd_path(name))
 
 
 def apply(reader, params, crd, force, dry_run):
@@ -505,7 +496,7 @@ def main():
     if not params["field_manager"]:
         module.fail_json(msg="field_manager: must not be empty")
     now = datetime.datetime.now(datetime.timezone.utc)
-    stamp = params["stamp"] or now.strftime("%Y%m%dT%H%M%SZ")
+    stamp = params["stamp"] or clock.name_stamp(now)
     if not STAMP_RE.match(stamp):
         module.fail_json(msg="stamp: %r is not valid; expected letters, digits, '.', '_' or '-'" % stamp)
     if params["evidence_dir"] and os.path.exists(params["evidence_dir"]) and not os.path.isdir(params["evidence_dir"]):
@@ -533,12 +524,7 @@ def main():
         if params["templated_crds"] == "fail":
             module.fail_json(msg=text + "; nothing was applied", templated=templated)
         module.warn(text)
-    try:
-        api_client = build_api_client(params)
-    except K8sLibraryError as exc:
-        module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception)
-    except K8sConfigError as exc:
-        module.fail_json(msg="cannot connect to the cluster: %s" % exc)
+    api_client = module_api_client(module)
     host = (api_client.configuration.host or "").rstrip("/")
     reader = reader_from_params(api_client, params)
     done, evidence = [], None
@@ -556,7 +542,7 @@ def main():
     try:
         planned = plan(reader, params, crds)
         if params["evidence_dir"] and not module.check_mode:
-            evidence = Evidence(params["evidence_dir"], stamp, host, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            evidence = Evidence(params["evidence_dir"], stamp, host, clock.to_datetime(now))
         execute(reader, params, planned, evidence, module.check_mode, done)
     except Refused as exc:
         written = [e["name"] for e, _l, _a in done if e["action"] != "unchanged"]

@@ -10,10 +10,12 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: dra_canary_check
-short_description: The DRA canary build's checks - ownership, CDI discovery, the extended-resource DeviceClass, passthrough, guarded claims
+short_description: The DRA canary build's read-only checks - the chart, ownership, CDI discovery, passthrough
 version_added: 0.4.0
 description:
-  - One step of the DRA canary build (docs/canary.md), chosen by O(check). Every check returns C(findings)
+  - One read-only check of the DRA canary build (docs/canary.md), chosen by O(check); it never writes to the
+    cluster. The build's writes (the extended-resource DeviceClass, the smoke workloads) are
+    M(gpufleet.dra_gate.dra_canary_workloads)'s. Every check returns C(findings)
     (id, severity, subject, observed, expected, message, source) and C(ok) (no blocking finding); the
     phase records them and its gate decides.
   - C(chart) (read-only) - pins the chart of O(target_version) from O(charts) and verifies its sha256 with the
@@ -25,19 +27,10 @@ description:
   - C(cdi) (read-only) - per canary node, its C(gpu_node) facts (O(node_facts), gathered through the node's
     root prefix) against the C(gpu.nvidia.com) ResourceSlices - CDI specs present and valid, the node's
     GPUs listed as CDI devices, the slice devices matching the facts' UUID, PCI address and NUMA node.
-  - C(device_class) - the DeviceClass O(device_class_name) with the C(gpu.nvidia.com) selector and
-    C(spec.extendedResourceName) O(extended_resource_name), created or updated (O(device_class_state=present))
-    or deleted (C(absent)); a class of that name this collection does not manage is refused.
   - C(passthrough) (read-only) - the VFIO passthrough decision (module_utils passthrough) - refused unless
     O(accept_alpha_passthrough), the C(PassthroughSupport) gate in O(feature_gates), and on every node of
     O(passthrough_nodes) IOMMU on, a GPU bound to C(vfio-pci) and no device-plugin allocatable; returns the
     node-dedication policy.
-  - C(workloads) - submits O(workloads) (pods with a C(gpu.nvidia.com) claim, a C(vfio.gpu.nvidia.com)
-    claim, or a plain C(nvidia.com/gpu) request served through the extended-resource DeviceClass) in
-    waves from the passthrough guard - container and VFIO claims that could share a physical GPU are never
-    in flight together (O(guard=serialize)) or refused (C(refuse)) - waits for each pod to run, records
-    the allocated devices, deletes it and waits until its claims are released before the next wave.
-    Everything created is deleted at the end, also on failure.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
@@ -45,7 +38,7 @@ options:
     description: Which check runs.
     type: str
     required: true
-    choices: [chart, ownership, cdi, device_class, passthrough, workloads]
+    choices: [chart, ownership, cdi, passthrough]
   charts:
     description:
       - C(chart) - the chart mapping (C(dra_gate_operator_charts), format of M(gpufleet.dra_gate.operator_charts)).
@@ -78,19 +71,6 @@ options:
     description: Node name -> its C(gpu_node) facts (M(gpufleet.dra_gate.gpu_node_facts)), for C(cdi) and C(passthrough).
     type: dict
     default: {}
-  device_class_name:
-    description: Name of the extended-resource DeviceClass (C(device_class)).
-    type: str
-    default: gpu-extended.nvidia.com
-  device_class_state:
-    description: C(present) creates or updates it, C(absent) deletes it.
-    type: str
-    choices: [present, absent]
-    default: present
-  extended_resource_name:
-    description: The extended resource the DeviceClass serves.
-    type: str
-    default: nvidia.com/gpu
   passthrough_nodes:
     description: The canary nodes that serve VMs (VFIO passthrough); empty = passthrough not requested.
     type: list
@@ -104,64 +84,22 @@ options:
     description: The GPUCluster's C(draDriver.featureGates) (gate name -> bool).
     type: dict
     default: {}
-  workloads:
-    description:
-      - Pods to submit (C(workloads)), each with C(name), C(kind) (C(container), C(extended) or C(vfio)) and
-        optional C(node).
-    type: list
-    elements: dict
-    default: []
-  guard:
-    description: C(serialize) submits conflicting container and VFIO claims in separate waves; C(refuse) refuses them.
-    type: str
-    choices: [serialize, refuse]
-    default: serialize
-  namespace:
-    description: Namespace of the submitted workloads (created when missing, deleted when this run created it).
-    type: str
-    default: dra-canary-smoke
-  tolerations:
-    description: Tolerations of the submitted pods (the canary group's taints).
-    type: list
-    elements: dict
-    default: []
-  image:
-    description: Image of the submitted pods.
-    type: str
-    default: nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04
-  workload_timeout:
-    description: Seconds each wave may take to run and each release may take.
-    type: float
-    default: 120
-  run_id:
-    description: Label value that marks this run's objects (C(gpufleet.io/dra-canary-run)).
-    type: str
-    default: dra-canary
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
 attributes:
   check_mode:
     support: full
     description:
-      - C(ownership), C(cdi) and C(passthrough) only read. C(device_class) sends its write with C(dryRun=All).
-        C(workloads) submits nothing in check mode and returns the planned waves.
+      - Every check only reads; check mode gives the same result.
   diff_mode:
-    support: full
+    support: none
     description:
-      - C(device_class) returns the DeviceClass before and after.
-  platform:
-    description: Runs on the controller or a delegate that can reach the API server.
-    support: full
-    platforms: all
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.k8s
+      - Changes nothing, so there is no diff.
 notes:
-  - Needs list on clusterpolicies, nodes and resourceslices; get/create/update/delete on deviceclasses;
-    create/delete on pods, resourceclaims and namespaces for C(workloads).
+  - Needs list on clusterpolicies, nodes and resourceslices and get on nodes.
 seealso:
+  - module: gpufleet.dra_gate.dra_canary_workloads
   - module: gpufleet.dra_gate.gpu_cluster
   - module: gpufleet.dra_gate.gpu_node_facts
 """
@@ -176,10 +114,11 @@ EXAMPLES = r"""
   delegate_to: localhost
   run_once: true
 
-- name: The extended-resource DeviceClass
+- name: CDI discovery on the canary nodes against their ResourceSlices
   gpufleet.dra_gate.dra_canary_check:
-    check: device_class
-    device_class_name: gpu-extended.nvidia.com
+    check: cdi
+    nodes: [canary-1, canary-2]
+    node_facts: "{{ dict(['canary-1', 'canary-2'] | zip(groups['canary'] | map('extract', hostvars, ['ansible_facts', 'gpu_node']))) }}"
   delegate_to: localhost
   run_once: true
 """
@@ -202,31 +141,10 @@ nodes:
   description: C(cdi) - per node the GPUs (uuid, pci_bus_id, numa_node, cdi, slice_device), CDI specs and devices, slice devices.
   returned: always
   type: dict
-device_class:
-  description: C(device_class) - action (created, updated, unchanged, deleted, absent, would_*), name and the object.
-  returned: always
-  type: dict
 passthrough:
   description: C(passthrough) - decision (not_requested, enabled, refused), reasons, policy (vm_nodes, container_nodes), nodes.
   returned: always
   type: dict
-waves:
-  description: C(workloads) - the guard's waves (family, workloads) in submission order.
-  returned: always
-  type: list
-  elements: dict
-workloads:
-  description:
-    - C(workloads) - per workload name, kind, node, pod, claim, devices (pool/device), submitted_at,
-      running_at, released_at, wave, ok, error.
-  returned: always
-  type: list
-  elements: dict
-overlaps:
-  description: C(workloads) - pairs of container and VFIO workloads that were in flight together on one node (must be empty).
-  returned: always
-  type: list
-  elements: list
 started_at:
   description: When the module started (RFC 3339 UTC).
   returned: always
@@ -239,38 +157,25 @@ duration_seconds:
   description: Run time in seconds.
   returned: always
   type: float
-diff:
-  description: C(device_class) - before and after of the DeviceClass (with --diff).
-  returned: when diff mode is on and check is device_class
-  type: dict
 """
 
-import hashlib
-import json
-import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import dra_canary as dc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_charts as oc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import passthrough as pt
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.control_suite import rfc3339
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
-    K8sApiError,
-    K8sConfigError,
-    K8sLibraryError,
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.module_run import ModuleRun
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import objects as kube
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import dra_canary as dc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import operator_charts as oc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import passthrough as pt
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import (
     argspec,
-    build_api_client,
     check_params,
+    module_api_client,
     reader_from_params,
 )
 
-RUN_LABEL = "gpufleet.io/dra-canary-run"
-CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
-CLAIM_CLASS = {"container": "gpu.nvidia.com", "vfio": "vfio.gpu.nvidia.com"}
-
 MODULE_ARG_SPEC = dict(
-    check=dict(type="str", required=True, choices=["chart", "ownership", "cdi", "device_class", "passthrough", "workloads"]),
+    check=dict(type="str", required=True, choices=["chart", "ownership", "cdi", "passthrough"]),
     charts=dict(type="dict", default={}),
     target_version=dict(type="str", default="26.7.0"),
     nodes=dict(type="list", elements="str", default=[]),
@@ -278,24 +183,10 @@ MODULE_ARG_SPEC = dict(
     isolation_labels=dict(type="dict", default={}),
     isolation_taints=dict(type="list", elements="str", default=[]),
     node_facts=dict(type="dict", default={}),
-    device_class_name=dict(type="str", default="gpu-extended.nvidia.com"),
-    device_class_state=dict(type="str", choices=["present", "absent"], default="present"),
-    extended_resource_name=dict(type="str", default="nvidia.com/gpu"),
     passthrough_nodes=dict(type="list", elements="str", default=[], no_log=False),
     accept_alpha_passthrough=dict(type="bool", default=False),
     feature_gates=dict(type="dict", default={}),
-    workloads=dict(type="list", elements="dict", default=[]),
-    guard=dict(type="str", choices=list(pt.GUARD_MODES), default="serialize"),
-    namespace=dict(type="str", default="dra-canary-smoke"),
-    tolerations=dict(type="list", elements="dict", default=[]),
-    image=dict(type="str", default="nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"),
-    workload_timeout=dict(type="float", default=120),
-    run_id=dict(type="str", default="dra-canary"),
 )
-
-
-def _get_or_none(reader, path):
-    return reader.get_or_none(path)
 
 
 def check_chart(params):
@@ -304,8 +195,8 @@ def check_chart(params):
     wanted = oc.release_key(params["target_version"])
     entry = next((e for e in mapping.values() if oc.release_key(e["version"]) == wanted), None) if wanted else None
     if entry is None:
-        raise RefusedError("dra_gate_operator_charts has no chart for %s (mapped: %s): map it with path and sha256; "
-                           "nothing was installed" % (params["target_version"], ", ".join(sorted(mapping)) or "none"))
+        raise dc.RefusedError("dra_gate_operator_charts has no chart for %s (mapped: %s): map it with path and sha256; "
+                              "nothing was installed" % (params["target_version"], ", ".join(sorted(mapping)) or "none"))
     chart = {"version": entry["version"], "chart_version": entry["chart_version"], "key": entry["key"],
              "source": entry["source"], "sha256": entry["sha256"], "images": dict(entry["images"]),
              "kind": entry["source_key"], "verified": False}
@@ -313,22 +204,18 @@ def check_chart(params):
         kind, actual = oc.local_digest(entry["source"])
         chart["kind"] = kind
         if actual != entry["sha256"]:
-            raise RefusedError("chart %s (%s %s): sha256 mismatch: expected %s, actual %s; nothing was installed" % (
+            raise dc.RefusedError("chart %s (%s %s): sha256 mismatch: expected %s, actual %s; nothing was installed" % (
                 entry["key"], kind, entry["source"], entry["sha256"], actual))
         chart["verified"] = True
     else:
-        raise RefusedError("chart %s is %s: the canary installs a chart on the controller (path with sha256)" % (
+        raise dc.RefusedError("chart %s is %s: the canary installs a chart on the controller (path with sha256)" % (
             entry["key"], entry["source_key"]))
     return dict(chart=chart)
 
 
 def check_ownership(reader, params):
-    try:
-        policies = reader.list("/apis/nvidia.com/v1/clusterpolicies")
-    except K8sApiError as exc:
-        if exc.status != 404 or exc.forbidden:
-            raise
-        policies = []  # the kind is not served: no ClusterPolicy can exist
+    # None: the kind is not served, so no ClusterPolicy can exist
+    policies = kube.list_or_none(reader, "/apis/nvidia.com/v1/clusterpolicies") or []
     nodes = reader.list("/api/v1/nodes")
     findings = dc.ownership_findings(policies, nodes, params["nodes"], params["isolation"], params["isolation_labels"],
                                      params["isolation_taints"])
@@ -345,55 +232,10 @@ def check_cdi(reader, params):
     return dict(findings=findings, nodes=nodes)
 
 
-def check_device_class(reader, params, check_mode, diff):
-    name = params["device_class_name"]
-    desired = dc.desired_device_class(name, params["extended_resource_name"])
-    path = "%s/%s" % (CLASSES, name)
-    live = _get_or_none(reader, path)
-    findings = []
-    query = [("fieldManager", dc.MANAGER)] + ([("dryRun", "All")] if check_mode else [])
-    ours = live is not None and all(((live.get("metadata") or {}).get("labels") or {}).get(k) == v
-                                    for k, v in dc.MANAGED_BY.items())
-    if live is not None and not ours:
-        raise RefusedError("DeviceClass %s exists and is not managed by gpufleet.dra_gate (labels %s): refused, "
-                           "nothing was changed" % (name, json.dumps((live.get("metadata") or {}).get("labels") or {})))
-    after = live
-    if params["device_class_state"] == "absent":
-        if live is None:
-            action = "absent"
-        else:
-            reader.request("DELETE", path, query=query)
-            action, after = ("would_delete" if check_mode else "deleted"), None
-    elif live is None:
-        after = reader.request("POST", CLASSES, query=query, body=desired)
-        action = "would_create" if check_mode else "created"
-    elif dc.contains(live.get("spec") or {}, desired["spec"]):
-        action = "unchanged"
-    else:
-        body = dict(live, spec=desired["spec"])
-        after = reader.request("PUT", path, query=query, body=body)
-        action = "would_update" if check_mode else "updated"
-    others = [c["metadata"]["name"] for c in reader.list(CLASSES)
-              if (c.get("spec") or {}).get("extendedResourceName") == params["extended_resource_name"]
-              and c["metadata"]["name"] != name]
-    if others and params["device_class_state"] == "present":
-        findings.append(dc.finding("dra_canary.extended_resource_shared", "warn", "DeviceClass/%s" % name,
-                                   "also named by %s" % ", ".join(others), "one class per extended resource",
-                                   "%s is also served by %s: the newest class wins" % (
-                                       params["extended_resource_name"], ", ".join(others))))
-    out = dict(findings=findings, device_class={"action": action, "name": name, "object": dc.strip_server_fields(after),
-                                                "extended_resource_name": params["extended_resource_name"]})
-    if diff:
-        out["diff"] = {"before": json.dumps(dc.strip_server_fields(live), indent=2, sort_keys=True) + "\n" if live else "",
-                       "after": json.dumps(dc.strip_server_fields(after), indent=2, sort_keys=True) + "\n" if after else ""}
-    out["changed"] = action not in ("unchanged", "absent")
-    return out
-
-
 def check_passthrough(reader, params):
     node_objs = {}
     for node in params["passthrough_nodes"]:
-        node_objs[node] = _get_or_none(reader, "/api/v1/nodes/%s" % node)
+        node_objs[node] = kube.get_or_none(reader, "/api/v1/nodes/%s" % node)
     decision = pt.decide(bool(params["passthrough_nodes"]), params["accept_alpha_passthrough"], params["feature_gates"],
                          params["nodes"], params["passthrough_nodes"], params["node_facts"], node_objs)
     findings = []
@@ -409,254 +251,39 @@ def check_passthrough(reader, params):
     return dict(findings=findings, passthrough=decision)
 
 
-class RefusedError(Exception):
-    """A request refused before any change."""
-
-
-def _pod(params, item, claim_name):
-    name = _object_name(params, item["name"])
-    container = {"name": "main", "image": params["image"], "command": ["sleep", "infinity"]}
-    body = {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": params["namespace"], "labels": {RUN_LABEL: _label(params)}},
-            "spec": {"restartPolicy": "Always", "terminationGracePeriodSeconds": 1, "containers": [container],
-                     "tolerations": params["tolerations"]}}
-    if item.get("node"):
-        body["spec"]["nodeSelector"] = {"kubernetes.io/hostname": item["node"]}
-    if item["kind"] == "extended":
-        container["resources"] = {"limits": {params["extended_resource_name"]: "1"}}
-    else:
-        body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
-        container["resources"] = {"claims": [{"name": "gpu"}]}
-    return body
-
-
-def _label(params):
-    return "r" + hashlib.sha256(params["run_id"].encode("utf-8")).hexdigest()[:12]
-
-
-def _object_name(params, name):
-    return ("%s-%s" % (name, _label(params)[1:7])).lower()
-
-
-def _claim(params, item):
-    request = {"name": "gpu", "exactly": {"deviceClassName": CLAIM_CLASS[pt.family(item["kind"])],
-                                          "allocationMode": "ExactCount", "count": 1}}
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": _object_name(params, item["name"]), "namespace": params["namespace"],
-                         "labels": {RUN_LABEL: _label(params)}},
-            "spec": {"devices": {"requests": [request]}}}
-
-
-def _devices(claim):
-    results = ((((claim or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-    return [{"driver": r.get("driver"), "pool": r.get("pool"), "device": r.get("device")} for r in results]
-
-
-def _allocated(reader, ns, record):
-    """(pod, claim) once the pod runs and its claim (or its extended-resource claim) is allocated, else None."""
-    pod = _get_or_none(reader, "/api/v1/namespaces/%s/pods/%s" % (ns, record["pod"]))
-    if not _pod_running(pod):
-        return None
-    name = record["claim"]
-    if record["kind"] == "extended":
-        name = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
-    if not name:
-        return None
-    claim = _get_or_none(reader, "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s" % (ns, name))
-    return (pod, claim) if _devices(claim) else None
-
-
-def _pod_running(pod):
-    return ((pod or {}).get("status") or {}).get("phase") == "Running"
-
-
-def _wait(check, timeout, interval=0.5):
-    deadline = time.time() + timeout
-    while True:
-        value = check()
-        if value or time.time() >= deadline:
-            return value
-        time.sleep(interval)
-
-
-def run_workloads(reader, params, check_mode):
-    items = []
-    for index, item in enumerate(params["workloads"]):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item.get("name"):
-            raise pt.PassthroughError("workloads[%d]: expected a dict with name (a DNS label), kind and optional node" % index)
-        item = dict(item, kind=item.get("kind", "container"))
-        pt.family(item["kind"])
-        items.append(item)
-    waves = pt.plan_waves(items, params["guard"])
-    out = dict(findings=[], waves=waves, workloads=[], overlaps=[])
-    if check_mode or not items:
-        return out
-    by_name = dict((i["name"], i) for i in items)
-    ns = params["namespace"]
-    created_ns = False
-    if _get_or_none(reader, "/api/v1/namespaces/%s" % ns) is None:
-        reader.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
-                                                           "metadata": {"name": ns, "labels": {RUN_LABEL: _label(params)}}})
-        created_ns = True
-    records = []
-    try:
-        for number, wave in enumerate(waves):
-            submitted = []
-            for name in wave["workloads"]:
-                item = by_name[name]
-                record = {"name": name, "kind": item["kind"], "node": item.get("node"), "wave": number + 1,
-                          "pod": _object_name(params, name), "claim": None, "devices": [], "ok": False, "error": None}
-                claim_name = None
-                if item["kind"] != "extended":
-                    claim_name = reader.request("POST", "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims" % ns,
-                                                body=_claim(params, item))["metadata"]["name"]
-                    record["claim"] = claim_name
-                record["submitted_at"] = rfc3339(time.time())
-                reader.request("POST", "/api/v1/namespaces/%s/pods" % ns, body=_pod(params, item, claim_name))
-                submitted.append(record)
-            for record in submitted:
-                got = _wait(lambda r=record: _allocated(reader, ns, r), params["workload_timeout"])
-                if not got:
-                    current = _get_or_none(reader, "/api/v1/namespaces/%s/pods/%s" % (ns, record["pod"])) or {}
-                    why = next((c.get("message") for c in (current.get("status") or {}).get("conditions") or []
-                                if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
-                    record["error"] = "not running on a DRA allocation after %ss (phase %s%s)" % (
-                        params["workload_timeout"], (current.get("status") or {}).get("phase"), ": " + why if why else "")
-                    continue
-                pod, claim = got
-                record["running_at"] = rfc3339(time.time())
-                record["node"] = (pod.get("spec") or {}).get("nodeName")
-                record["claim"] = claim["metadata"]["name"]
-                record["devices"] = _devices(claim)
-                record["ok"] = True
-            for record in submitted:
-                reader.request("DELETE", "/api/v1/namespaces/%s/pods/%s" % (ns, record["pod"]))
-            for record in submitted:
-                claim_path = "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s" % (ns, record["claim"]) if record["claim"] else None
-                gone = _wait(lambda r=record: _get_or_none(reader, "/api/v1/namespaces/%s/pods/%s" % (ns, r["pod"])) is None,
-                             params["workload_timeout"])
-                if claim_path and record["kind"] != "extended":
-                    reader.request("DELETE", claim_path)
-                released = gone and (claim_path is None or _wait(
-                    lambda p=claim_path: _get_or_none(reader, p) is None, params["workload_timeout"]))
-                record["released_at"] = rfc3339(time.time())
-                if not released:
-                    record["ok"] = False
-                    record["error"] = (record["error"] or "") + " not released within %ss" % params["workload_timeout"]
-            records.extend(submitted)
-            if any(not r["ok"] for r in submitted):
-                break
-    finally:
-        _cleanup(reader, params, created_ns)
-    out["workloads"] = records
-    out["overlaps"] = [list(p) for p in pt.overlaps(records)]
-    for record in records:
-        if not record["ok"]:
-            out["findings"].append(dc.finding("dra_canary.workload_failed", "block", "workload %s" % record["name"],
-                                              record["error"], "running on a DRA allocation, then released",
-                                              "canary workload %s (%s) failed: %s" % (record["name"], record["kind"], record["error"])))
-    for left, right in out["overlaps"]:
-        out["findings"].append(dc.finding("dra_canary.claims_in_flight_together", "block", "workloads %s + %s" % (left, right),
-                                          "in flight together on one node", "serialized",
-                                          "container and VFIO claims %s and %s were in flight together" % (left, right)))
-    missing = [i["name"] for i in items if i["name"] not in [r["name"] for r in records]]
-    for name in missing:
-        out["findings"].append(dc.finding("dra_canary.workload_not_run", "block", "workload %s" % name, "not submitted",
-                                          "submitted", "canary workload %s was not submitted (an earlier wave failed)" % name))
-    return out
-
-
-def _cleanup(reader, params, created_ns):
-    ns, selector = params["namespace"], "%s=%s" % (RUN_LABEL, _label(params))
-    for path in ("/api/v1/namespaces/%s/pods" % ns, "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims" % ns):
-        try:
-            for item in reader.list(path, label_selector=selector):
-                try:
-                    reader.request("DELETE", "%s/%s" % (path, item["metadata"]["name"]))
-                except K8sApiError as exc:
-                    if exc.status != 404:
-                        raise
-        except K8sApiError as exc:
-            if exc.status != 404:
-                raise
-    if created_ns:
-        try:
-            reader.request("DELETE", "/api/v1/namespaces/%s" % ns)
-        except K8sApiError as exc:
-            if exc.status != 404:
-                raise
-
-
 def main():
     module = AnsibleModule(argument_spec=argspec(MODULE_ARG_SPEC), supports_check_mode=True)
     params = module.params
-    started = time.time()
+    run = ModuleRun(module)
     bad = check_params(params)
     if bad:
-        module.fail_json(msg=bad)
-    if not params["workload_timeout"] > 0:
-        module.fail_json(msg="workload_timeout: must be a positive number of seconds, got %r" % params["workload_timeout"])
+        run.fail(bad)
     if params["check"] == "cdi" and not isinstance(params["node_facts"], dict):
-        module.fail_json(msg="node_facts: expected a mapping node -> gpu_node facts")
+        run.fail("node_facts: expected a mapping node -> gpu_node facts")
     try:
         for taint in params["isolation_taints"]:
             dc.parse_taint(taint)
     except dc.CanaryError as exc:
-        module.fail_json(msg="isolation_taints: %s" % exc)
-    out = dict(findings=[], nodes={}, device_class={}, passthrough={}, waves=[], workloads=[], overlaps=[], chart={})
+        run.fail("isolation_taints: %s" % exc)
+    out = dict(findings=[], nodes={}, passthrough={}, chart={})
     if params["check"] == "chart":
         try:
             got = check_chart(params)
-        except (oc.ChartsError, RefusedError, IOError, OSError) as exc:
-            module.fail_json(msg="chart: %s" % exc, ok=False, **out)
+        except (oc.ChartsError, dc.RefusedError, IOError, OSError) as exc:
+            run.fail("chart: %s" % exc, ok=False, **out)
         out.update(got)
-        out["started_at"] = rfc3339(started)
-        finished = time.time()
-        module.exit_json(changed=False, ok=True, msg="chart %s verified" % got["chart"]["key"], finished_at=rfc3339(finished),
-                         duration_seconds=round(finished - started, 3), **out)
-    try:
-        api_client = build_api_client(params)
-    except K8sLibraryError as exc:
-        module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception)
-    except K8sConfigError as exc:
-        module.fail_json(msg="cannot connect to the cluster: %s" % exc)
+        run.exit(changed=False, ok=True, msg="chart %s verified" % got["chart"]["key"], **out)
+    api_client = module_api_client(module)
     reader = reader_from_params(api_client, params)
 
-    def timed(**extra):
-        finished = time.time()
-        result = dict(out)
-        result.update(extra)
-        result.update(ok=not any(f["severity"] == "block" for f in result["findings"]), started_at=rfc3339(started),
-                      finished_at=rfc3339(finished), duration_seconds=round(finished - started, 3))
-        return result
-
-    changed = False
-    try:
+    def work():
         if params["check"] == "ownership":
-            out.update(check_ownership(reader, params))
-        elif params["check"] == "cdi":
-            out.update(check_cdi(reader, params))
-        elif params["check"] == "device_class":
-            got = check_device_class(reader, params, module.check_mode, module._diff)  # pylint: disable=protected-access
-            changed = got.pop("changed")
-            out.update(got)
-        elif params["check"] == "passthrough":
-            out.update(check_passthrough(reader, params))
-        else:
-            got = run_workloads(reader, params, module.check_mode)
-            changed = bool(got["workloads"])
-            out.update(got)
-    except (dc.CanaryError, pt.PassthroughError, RefusedError) as exc:
-        module.fail_json(msg="%s: %s" % (params["check"], exc), **timed())
-    except K8sApiError as exc:
-        module.fail_json(msg="%s: the API call failed: %s" % (params["check"], exc), call=exc.call, status=exc.status,
-                         forbidden=exc.forbidden, **timed())
-    finally:
-        api_client.close()
-    result = timed()
-    blocks = [f for f in result["findings"] if f["severity"] == "block"]
-    result["msg"] = "%s: %s" % (params["check"], "; ".join(f["message"] for f in blocks) if blocks else "ok")
-    module.exit_json(changed=changed, **result)
+            return False, check_ownership(reader, params)
+        if params["check"] == "cdi":
+            return False, check_cdi(reader, params)
+        return False, check_passthrough(reader, params)
+
+    dc.finish_step(module, run, params["check"], out, work, api_client.close)
 
 
 if __name__ == "__main__":

@@ -37,15 +37,8 @@ attributes:
   diff_mode:
     description: Returns no diff; nothing is changed.
     support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: all
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.controller
+extends_documentation_fragment:
+  - gpufleet.dra_gate.attributes.controller
 options:
   features:
     description:
@@ -256,13 +249,12 @@ duration_seconds:
   type: float
 """
 
-import datetime
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import dra_features
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import gate
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.module_run import ModuleRun
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import dra_features
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import verdict as gate
 
 ARGUMENT_SPEC = dict(
     features=dict(type="list", elements="str", default=[]),
@@ -275,10 +267,6 @@ ARGUMENT_SPEC = dict(
     maturity_file=dict(type="path"),
     fail_on=dict(type="str", default="block", choices=["block", "warn", "never"]),
 )
-
-
-def rfc3339(epoch):
-    return datetime.datetime.fromtimestamp(epoch, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def read_maturity(module, path):
@@ -296,7 +284,7 @@ def read_maturity(module, path):
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    started = time.time()
+    run = ModuleRun(module, digits=6)
     params = module.params
     maturity = read_maturity(module, params["maturity_file"])
     try:
@@ -307,9 +295,8 @@ def main():
     except dra_features.DraFeatureError as exc:
         module.fail_json(msg=str(exc))
     decision = gate.decide(result["verdict"], params["fail_on"], result["findings"])
-    finished = time.time()
-    result.update(changed=False, used_features=used, gate=decision, msg=decision["reason"],
-                  started_at=rfc3339(started), finished_at=rfc3339(finished), duration_seconds=round(finished - started, 6))
+    result.update(changed=False, used_features=used, gate=decision, msg=decision["reason"])
+    run.timed(result)
     if decision["failed"]:
         module.fail_json(**result)
     module.exit_json(**result)

@@ -34,6 +34,8 @@ description:
   - Read-only; runs on the controller (or a delegate) with the Python standard library.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.dra_gate.attributes.controller
 options:
   url:
     description:
@@ -121,15 +123,6 @@ attributes:
   diff_mode:
     description: Returns no diff; it changes nothing.
     support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: all
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.controller
 notes:
   - Needs read access to Prometheus' query API. The kubelet's C(/metrics) and dcgm-exporter must be scraped
     by that Prometheus; the metric is ALPHA and may be renamed (the KEP text says C(dra_operations_seconds)).
@@ -256,7 +249,9 @@ from urllib.error import HTTPError
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import prometheus_query as pq
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.module_run import ModuleRun
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import prometheus_query as pq
 
 
 def _fetcher(module):
@@ -280,8 +275,8 @@ def _window(params, now):
     if params["interval"] is not None:
         seconds = pq.duration_seconds(params["interval"])
         return now, params["interval"], seconds, "interval"
-    start = pq.parse_rfc3339(params["start"], "start")
-    end = pq.parse_rfc3339(params["end"], "end")
+    start = clock.parse(params["start"], "start")
+    end = clock.parse(params["end"], "end")
     if end <= start:
         raise ValueError("end: %s is not after start %s (expected end > start)" % (params["end"], params["start"]))
     range_text = pq.range_of(end - start)
@@ -313,7 +308,7 @@ def main():
         required_one_of=[("interval", "start")],
         supports_check_mode=True,
     )
-    started = time.time()
+    run = ModuleRun(module, digits=6)
     params = module.params
     url = params["url"]
     if not url.startswith(("http://", "https://")):
@@ -335,35 +330,30 @@ def main():
     if params["bearer_token"]:
         headers["Authorization"] = "Bearer " + params["bearer_token"]
     fetch = _fetcher(module)
-    result = dict(changed=False, operation=params["operation"], query=queries, evaluated_at=pq.rfc3339(at),
-                  interval=dict(range=range_text, range_seconds=range_seconds, start=pq.rfc3339(at - range_seconds),
-                                end=pq.rfc3339(at), source=source),
+    result = dict(changed=False, operation=params["operation"], query=queries, evaluated_at=clock.rfc3339(at),
+                  interval=dict(range=range_text, range_seconds=range_seconds, start=clock.rfc3339(at - range_seconds),
+                                end=clock.rfc3339(at), source=source),
                   quantiles=[], dcgm=None)
 
-    def run(expr):
+    def query(expr):
         return pq.call(fetch, pq.query_url(url, expr, at), params["timeout"], headers)
 
     try:
         for quantile in quantiles:
             expr = queries[pq.quantile_text(quantile)]
-            value, reason = pq.parse_instant(run(expr))
+            value, reason = pq.parse_instant(query(expr))
             result["quantiles"].append(dict(quantile=quantile, value_seconds=value, absent_reason=reason, query=expr))
         if dcgm is not None:
             dcgm_queries, by_metric = {}, {}
             for metric in dcgm["metrics"]:
                 dcgm_queries[metric] = pq.dcgm_query(metric, dcgm["gpus"], dcgm["pairs"])
-                by_metric[metric] = set(pq.present_uuids(run(dcgm_queries[metric])))
+                by_metric[metric] = set(pq.present_uuids(query(dcgm_queries[metric])))
             gpus, missing = pq.dcgm_presence(dcgm["gpus"], by_metric)
             result["dcgm"] = dict(gpus=gpus, missing=missing, all_present=not missing, query=dcgm_queries)
     except pq.PrometheusError as exc:
-        finished = time.time()
-        module.fail_json(msg=str(exc), status=exc.status, error_type=exc.error_type, started_at=pq.rfc3339(started),
-                         finished_at=pq.rfc3339(finished), duration_seconds=round(finished - started, 6),
-                         **dict((k, v) for k, v in result.items() if k != "changed"))
-    finished = time.time()
-    result.update(started_at=pq.rfc3339(started), finished_at=pq.rfc3339(finished),
-                  duration_seconds=round(finished - started, 6))
-    module.exit_json(**result)
+        run.fail(str(exc), status=exc.status, error_type=exc.error_type,
+                 **dict((k, v) for k, v in result.items() if k != "changed"))
+    run.exit(**result)
 
 
 if __name__ == "__main__":

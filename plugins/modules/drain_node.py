@@ -79,6 +79,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
 attributes:
   check_mode:
     support: full
@@ -86,15 +87,6 @@ attributes:
   diff_mode:
     support: full
     description: The node's C(spec.unschedulable) and its pods, before and after.
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.controller
 notes:
   - Pods are evicted in one loop (each refused pod retried on its own schedule), not one after another.
   - The drain's pod list is the node's pods at the start (C(fieldSelector spec.nodeName)); a pod scheduled
@@ -204,8 +196,8 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import drain as dr
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError, argspec, module_reader
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import drain as dr
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import K8sApiError, argspec, module_reader
 
 MODULE_ARG_SPEC = dict(
     node=dict(type="str", required=True),

@@ -206,16 +206,17 @@ removed_staging:
   elements: str
 """
 
-import datetime
 import json
 import os
 import shutil
 import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import etcd_cli
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import etcd_cli
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import private_files
 
 STAGING_INFIX = ".restore-staging-"
 
@@ -417,8 +418,8 @@ def main():
                                               urls, bump_revision=used, supports_bump=supported)
 
     result["argv"] = etcd_cli.argv_string(restore_argv(data_dir))
-    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-    stamp = now.strftime(etcd_cli.timestamp_format())
+    now = int(time.time())  # whole seconds: the evidence file's name and restored_at are the same instant
+    stamp = clock.name_stamp(now)
     evidence_dir = p["evidence_dir"] or os.path.dirname(os.path.abspath(snapshot))
     evidence = os.path.join(evidence_dir, "%s.restore-%s-%s.json" % (os.path.basename(snapshot), p["name"], stamp))
     result["evidence"] = evidence
@@ -445,7 +446,7 @@ def main():
     argv = restore_argv(staged)
     record = {
         "kind": "etcd-restore",
-        "restored_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "restored_at": clock.rfc3339(now),
         "snapshot": {"path": snapshot, "sha256": expected, "size": digest["size"], "status": result["status"]},
         "member": {"name": p["name"], "initial_advertise_peer_urls": urls, "data_dir": data_dir,
                    "current_data_dir": p["current_data_dir"]},

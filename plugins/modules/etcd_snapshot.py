@@ -340,8 +340,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import etcd_cli
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import etcd_cli
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import private_files
 
 KUBEADM_TLS = {
     "cacert": "/etc/kubernetes/pki/etcd/ca.crt",
@@ -379,7 +380,7 @@ def utcnow():
 
 
 def iso(when):
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return clock.to_datetime(when)
 
 
 def scrub_environment():

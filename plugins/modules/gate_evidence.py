@@ -32,14 +32,13 @@ description:
   - Runs on the controller; use it with C(delegate_to=localhost).
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.dra_gate.attributes.controller
+  - gpufleet.dra_gate.run_id
 options:
   root:
     description: Directory that holds the gate runs' evidence directories. Must exist and be private.
     type: path
-    required: true
-  run_id:
-    description: Identifier of the gate run; letters, digits, C(.), C(_), C(-), at most 128.
-    type: str
     required: true
   phase:
     description: The phase that writes this record.
@@ -168,7 +167,6 @@ findings:
   elements: dict
 """
 
-import datetime
 import hashlib
 import os
 import stat
@@ -176,10 +174,12 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files as pf
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import gate
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import summaries
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import private_files as pf
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import records as evidence
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import verdict as gate
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import registry as judges
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import summaries
 
 RENDERERS = {"preflight": evidence.render_preflight, "upgrade": summaries.render_upgrade,
              "rollback": summaries.render_rollback, "drain": summaries.render_drain}
@@ -225,7 +225,7 @@ def _decide(module, params, record):
     results = record["results"]
     findings = list(results.get("findings") or [])
     derived = []
-    judge = evidence.JUDGES.get(params["phase"])
+    judge = judges.JUDGES.get(params["phase"])
     if judge:
         derived += judge(results, check_mode=module.check_mode)
     if params["expected_hosts"]:
@@ -273,7 +273,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = clock.utc_now()
     try:
         evidence.validate_names(params["run_id"], params["phase"])
         if params["state"] == "recorded":

@@ -57,6 +57,7 @@ options:
     default: gpufleet-dra-gate
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
 attributes:
   check_mode:
     support: full
@@ -66,15 +67,6 @@ attributes:
     support: full
     description:
       - Returns the GPUCluster before and after (without server-populated fields).
-  platform:
-    description: Runs on the controller or a delegate that can reach the API server.
-    support: full
-    platforms: all
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.k8s
 notes:
   - Needs get and patch on gpuclusters.nvidia.com and list on pods in O(namespace).
 seealso:
@@ -154,17 +146,15 @@ diff:
 import json
 import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import dra_canary as dc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.control_suite import rfc3339
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.module_run import ModuleRun
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import dra_canary as dc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import (
     K8sApiError,
-    K8sConfigError,
-    K8sLibraryError,
     argspec,
-    build_api_client,
     check_params,
+    module_api_client,
     reader_from_params,
 )
 
@@ -217,7 +207,7 @@ def status_of(reader, namespace, nodes):
 def main():
     module = AnsibleModule(argument_spec=argspec(MODULE_ARG_SPEC), supports_check_mode=True)
     params = module.params
-    started = time.time()
+    run = ModuleRun(module)
     bad = check_params(params)
     if bad:
         module.fail_json(msg=bad)
@@ -230,18 +220,11 @@ def main():
         desired = dc.desired_gpu_cluster(params["spec"])
     except dc.CanaryError as exc:
         module.fail_json(msg=str(exc))
-    try:
-        api_client = build_api_client(params)
-    except K8sLibraryError as exc:
-        module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception)
-    except K8sConfigError as exc:
-        module.fail_json(msg="cannot connect to the cluster: %s" % exc)
+    api_client = module_api_client(module)
     reader = reader_from_params(api_client, params)
 
     def timed(**out):
-        finished = time.time()
-        out.update(started_at=rfc3339(started), finished_at=rfc3339(finished), duration_seconds=round(finished - started, 3))
-        return out
+        return run.timed(out)
 
     result = dict(action=None, state=None, ready=False, problems=[], plugin_pods={}, gpu_cluster=None, generation=None,
                   waited_seconds=0.0)

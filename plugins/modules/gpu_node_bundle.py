@@ -31,6 +31,9 @@ description:
     holds the node's part of them.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.dra_gate.node_root
+  - gpufleet.dra_gate.attributes.node
 options:
   dest:
     description: Path of the tarball to write on the node.
@@ -40,10 +43,6 @@ options:
     description: Write a new bundle even when O(dest) exists.
     type: bool
     default: false
-  root:
-    description: Root prefix to read from (C(/) for the live node).
-    type: path
-    default: /
   containerd_config:
     description: Path of containerd's main config file on the node.
     type: path
@@ -108,17 +107,17 @@ gpu_node_raw:
   type: dict
 """
 
-import datetime
 import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import Runner
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import BINARY_DIRS, collect
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_bundle import write_bundle
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import LiveCommands, NodeTree, RecordedCommands
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import PrivateFileError
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.command_runner import Runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.gpu_node import BINARY_DIRS, collect
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.bundle import write_bundle
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import LiveCommands, NodeTree, RecordedCommands
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.private_files import PrivateFileError
 
 COLLECTION_VERSION = "0.1.0"
 MAX_COMMAND_OUTPUT = 1024 * 1024
@@ -170,7 +169,7 @@ def main():
     recorded = getattr(commands, "results", {})
     meta = {
         "host": platform.node(),
-        "recorded_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "recorded_at": clock.utc_now(),
         "root": root,
         "collection_version": COLLECTION_VERSION,
     }

@@ -34,13 +34,10 @@ description:
     that timed out is a C(problems) entry naming the command and the deadline.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.dra_gate.node_root
+  - gpufleet.dra_gate.attributes.node
 options:
-  root:
-    description:
-      - Root prefix under which the node's files are read. C(/) reads the live node; a directory
-        reads a recorded tree.
-    type: path
-    default: /
   commands:
     description:
       - Where command outputs (C(nvidia-smi), C(containerd --version), C(kubelet --version)) come from.
@@ -221,10 +218,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import Runner
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import BINARY_DIRS, collect
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_values import quote, sanitize
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.command_runner import Runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.gpu_node import BINARY_DIRS, collect
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.values import quote, sanitize
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import (
     LiveCommands,
     NoCommands,
     NodeTree,

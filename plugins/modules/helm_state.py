@@ -86,6 +86,7 @@ options:
     default: 120
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
 attributes:
   check_mode:
     support: full
@@ -226,9 +227,10 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_library
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import CommandTimedOut, Runner
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import helm_library
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.command_runner import CommandTimedOut, Runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_cli import (
     HelmCli,
     HelmCommandError,
     HelmForbidden,
@@ -242,22 +244,20 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import 
     manifest_objects,
     split_chart,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_library import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_library import (
     HelmLibrary,
     HelmLibraryCallError,
     library_version,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import (
     K8sApiError,
-    K8sConfigError,
-    K8sLibraryError,
     RetryPolicy,
     argspec,
-    build_api_client,
     check_params,
+    module_api_client,
     reader_from_params,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.private_files import (
     PrivateFileError,
     make_new_dir,
     write_private,
@@ -412,7 +412,7 @@ def _images_document(manifest_list, running):
 
 
 def _run_directory(dest, release, revision, now):
-    base = "%s-%s-rev%d" % (release, now.strftime("%Y%m%dT%H%M%SZ"), revision)
+    base = "%s-%s-rev%d" % (release, clock.name_stamp(now), revision)
     candidate, n = os.path.join(dest, base), 1
     while os.path.lexists(candidate):
         n += 1
@@ -422,7 +422,7 @@ def _run_directory(dest, release, revision, now):
 
 def _make_run_directory(dest, release, revision, now):
     """``dest`` (0700, with its parents) and a new capture directory in it, created exclusively."""
-    return make_new_dir(dest, "%s-%s-rev%d" % (release, now.strftime("%Y%m%dT%H%M%SZ"), revision))
+    return make_new_dir(dest, "%s-%s-rev%d" % (release, clock.name_stamp(now), revision))
 
 
 def _verify_command(path, sha256):
@@ -506,12 +506,7 @@ def _write_capture(module, entry, history, values_user, values_all, manifest, no
     revision = entry["revision"]
     manifest_list = manifest_images(objects, namespace)
 
-    try:
-        api_client = build_api_client(params)
-    except K8sLibraryError as exc:
-        module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception)
-    except K8sConfigError as exc:
-        module.fail_json(msg="cannot connect to the cluster: %s" % exc)
+    api_client = module_api_client(module)
     try:
         running = running_images(reader_from_params(api_client, params), objects, namespace, release)
     except K8sApiError as exc:
@@ -566,7 +561,7 @@ def _write_capture(module, entry, history, values_user, values_all, manifest, no
         for artifact in artifacts:
             write_private(artifact["path"], contents[os.path.basename(artifact["path"])], replace=False)
         write_private(index_path, _json_bytes({
-            "schema_version": 1, "captured_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "summary": summary,
+            "schema_version": 1, "captured_at": clock.to_datetime(now), "summary": summary,
             "backend": result["backend"], "artifacts": artifacts}), replace=False)
     except (IOError, OSError, PrivateFileError) as exc:
         module.fail_json(msg="writing the capture into %s failed: %s" % (directory, exc), directory=directory)

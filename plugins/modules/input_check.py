@@ -13,7 +13,7 @@ module: input_check
 short_description: Check a phase's inputs, one rule per condition, and name only the failed ones
 version_added: 0.9.0
 description:
-  - Runs the input rules of one phase's role (C(plugins/module_utils/inputs_<role>.py)) over the role's
+  - Runs the input rules of one phase's role (C(plugins/module_utils/inputs/<role>.py)) over the role's
     variables and fails with one message that lists only the failed conditions - each with the inventory
     setting (C(dra_gate_*)), the role variable, what was given and what is expected.
   - Run it once on the controller (C(run_once), C(delegate_to=localhost)) before the role's argument spec
@@ -56,7 +56,7 @@ EXAMPLES = r"""
     role: operator_upgrade
     values:
       operator_upgrade_kubeconfig: "{{ operator_upgrade_kubeconfig }}"
-      operator_upgrade_upgrade_scope: "{{ operator_upgrade_upgrade_scope }}"
+      operator_upgrade_scope: "{{ operator_upgrade_scope }}"
   run_once: true
   delegate_to: localhost
 """
@@ -81,18 +81,18 @@ checked:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_artifacts_verified
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_containerd_cdi
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_dra_acceptance
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_dra_canary
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_drain_waves
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_etcd_snapshot
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_operator_rollback
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_operator_upgrade
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_phase
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_preflight
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_snapshot
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import rules as inputs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import artifacts_verified as inputs_artifacts_verified
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import containerd_cdi as inputs_containerd_cdi
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import dra_acceptance as inputs_dra_acceptance
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import dra_canary as inputs_dra_canary
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import drain_waves as inputs_drain_waves
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import etcd_snapshot as inputs_etcd_snapshot
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import operator_rollback as inputs_operator_rollback
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import operator_upgrade as inputs_operator_upgrade
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import phase as inputs_phase
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import preflight as inputs_preflight
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import snapshot as inputs_snapshot
 
 RULES = {
     "artifacts_verified": inputs_artifacts_verified.RULES,

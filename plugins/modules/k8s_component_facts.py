@@ -27,12 +27,10 @@ description:
     C(error). The schema is documented in docs/feature-gates.md.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.dra_gate.node_root
+  - gpufleet.dra_gate.attributes.node
 options:
-  root:
-    description:
-      - Root prefix under which the node's files are read. C(/) reads the live node; a directory reads a recorded tree.
-    type: path
-    default: /
   manifests_dir:
     description:
       - Directory of the static pod manifests on the node (the kubelet's C(staticPodPath)).
@@ -53,10 +51,6 @@ attributes:
   facts:
     support: full
     description: Sets C(ansible_facts.k8s_components).
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 notes:
   - Read-only; always returns C(changed=false).
   - Flags given to the kubelet on its command line (for example C(KUBELET_EXTRA_ARGS)) are not read; only its
@@ -140,18 +134,17 @@ k8s_components_raw:
   type: dict
 """
 
-import datetime
 import os
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_components import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.module_run import ModuleRun
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.components import (
     DEFAULT_KUBELET_CONFIG,
     DEFAULT_MANIFESTS_DIR,
     collect,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import NodeTree
 
 ARGUMENT_SPEC = dict(
     root=dict(type="path", default="/"),
@@ -160,13 +153,9 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def rfc3339(epoch):
-    return datetime.datetime.fromtimestamp(epoch, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    started = time.time()
+    run = ModuleRun(module, digits=6)
     root = module.params["root"]
     if not os.path.isdir(root):
         module.fail_json(msg="root: %r is not a directory; expected the node's root (/) or a recorded tree" % root)
@@ -174,11 +163,8 @@ def main():
         if not module.params[key].startswith("/"):
             module.fail_json(msg="%s: %r is not an absolute node path" % (key, module.params[key]))
     facts, raw = collect(NodeTree(root), module.params["manifests_dir"], module.params["kubelet_config"])
-    finished = time.time()
     # The action plugin parses k8s_components_raw on the controller and removes it from the result.
-    module.exit_json(changed=False, ansible_facts={"k8s_components": facts}, k8s_components_raw=raw,
-                     started_at=rfc3339(started), finished_at=rfc3339(finished),
-                     duration_seconds=round(finished - started, 6))
+    run.exit(changed=False, ansible_facts={"k8s_components": facts}, k8s_components_raw=raw)
 
 
 if __name__ == "__main__":

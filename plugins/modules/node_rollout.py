@@ -77,6 +77,7 @@ options:
     default: 0.5
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
 attributes:
   check_mode:
     support: full
@@ -84,15 +85,6 @@ attributes:
   diff_mode:
     support: none
     description: Changes nothing.
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.controller
 notes:
   - A replacement pod counts when its controller is the evicted pod's, its UID is another one and it was
     created no earlier than the second of the eviction (Kubernetes stamps creation to the second).
@@ -174,9 +166,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import drain as dr
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import rates
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError, argspec, module_reader
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import drain as dr
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import rates
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import K8sApiError, argspec, module_reader
 
 MODULE_ARG_SPEC = dict(
     node=dict(type="str"),

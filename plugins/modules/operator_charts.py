@@ -31,6 +31,8 @@ description:
   - Read-only; runs on the controller (or a delegate, where the chart files are).
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.dra_gate.attributes.controller
 options:
   charts:
     description:
@@ -226,7 +228,7 @@ target_version:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.operator_charts import ChartsError, plan
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases.operator_charts import ChartsError, plan
 
 MODULE_ARG_SPEC = dict(
     charts=dict(type="dict", required=True),

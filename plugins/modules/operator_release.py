@@ -10,11 +10,11 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: operator_release
-short_description: Upgrade the GPU Operator's Helm release by one hop, or roll it back to a recorded revision
+short_description: Install the GPU Operator's Helm release, upgrade it by one hop, or roll it back to a recorded revision
 version_added: 0.3.0
 description:
-  - The one Helm write of an operator upgrade hop (O(state=upgraded)) and of the scripted rollback
-    (O(state=rolled_back)), through the C(helm) CLI (production; flags chosen from its version, Helm 3
+  - The one Helm write of an operator upgrade hop (O(state=upgraded)), of the scripted rollback
+    (O(state=rolled_back)) and of a first install (O(state=installed), the canary's), through the C(helm) CLI (production; flags chosen from its version, Helm 3
     or 4) or the Helm Go library (C(helm-python-sdk), the lab).
   - Values are never reused silently. An upgrade passes exactly the user values given (O(user_values) or
     O(user_values_file), normally the snapshot's C(values.user.json)) with O(overrides) merged over them
@@ -26,6 +26,9 @@ description:
     target chart's version and exactly the merged user values. The target chart's version is read from
     the chart (C(Chart.yaml) of a directory or inside a C(.tgz)); for an C(oci://) or C(https://)
     reference it is O(chart_version).
+  - O(state=installed) installs O(chart) with the merged values (C(helm install)) when Helm has no such
+    release; when it has one, it decides as O(state=upgraded) does (C(unchanged) when the newest revision
+    already runs that chart version and those values, else an upgrade), so a rerun changes nothing.
   - O(state=rolled_back) goes back to O(revision) - C(unchanged) when the newest revision is deployed with
     that revision's chart version and user values (it is that revision, or an earlier rollback to it);
     C(helm rollback) when the revision is in the history; otherwise (pruned, or the release is gone) the
@@ -48,8 +51,10 @@ options:
     description:
       - V(upgraded) - the release runs O(chart) with the merged values.
       - V(rolled_back) - the release runs what O(revision) ran.
+      - V(installed) - the release exists and runs O(chart) with the merged values (installed when it does not
+        exist yet).
     type: str
-    choices: [upgraded, rolled_back]
+    choices: [upgraded, rolled_back, installed]
     default: upgraded
   release:
     description: Name of the Helm release.
@@ -63,8 +68,8 @@ options:
     description:
       - The chart to upgrade to - a local chart directory or C(.tgz) archive, or an C(oci://) or C(https://)
         reference (then O(chart_version) is required).
-      - Required for O(state=upgraded). For O(state=rolled_back), the chart reinstalled when O(revision) is no
-        longer in the history (the recorded chart); not used otherwise.
+      - Required for O(state=upgraded) and O(state=installed). For O(state=rolled_back), the chart
+        reinstalled when O(revision) is no longer in the history (the recorded chart); not used otherwise.
     type: str
   chart_sha256:
     description:
@@ -83,8 +88,9 @@ options:
   user_values:
     description:
       - The captured user values of the release (C(helm get values)), as a map.
-      - Mutually exclusive with O(user_values_file); one of them is required for O(state=upgraded). For
-        O(state=rolled_back), the values reinstalled when O(revision) is no longer in the history.
+      - Mutually exclusive with O(user_values_file); one of them is required for O(state=upgraded) and
+        O(state=installed). For O(state=rolled_back), the values reinstalled when O(revision) is no longer in
+        the history.
     type: dict
   user_values_file:
     description:
@@ -144,36 +150,22 @@ options:
       - Seconds Helm may take for the write and its wait (C(--timeout)); the CLI is killed 60 s after it.
     type: int
     default: 600
-  evidence_dir:
-    description:
-      - Directory (created 0700) that receives C(values.merged.json) (the values the release gets, redacted)
-        and C(values.diff.txt) (the diffs), mode 0600, before the Helm write. An existing file with the same
-        content is kept; one with other content fails the module before anything changes (artifacts are
-        never replaced).
-      - Nothing is written in check mode.
-    type: path
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
+  - gpufleet.dra_gate.evidence_dir
 attributes:
   check_mode:
     support: full
     description:
       - Reads the release and decides; no Helm write at all (not even a dry run) and no evidence files.
-        RV(action) is C(would_upgrade), C(would_roll_back), C(would_reinstall) or C(unchanged).
+        RV(action) is C(would_install), C(would_upgrade), C(would_roll_back), C(would_reinstall) or
+        C(unchanged).
   diff_mode:
     support: full
     description:
       - Returns the chart name and version and the user values (redacted) of the newest revision before and
         of what the release runs after (or would run, in check mode).
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.k8s
 requirements:
   - helm (3 or 4) for the C(cli) backend, or helm-python-sdk for the C(library) backend
   - PyYAML
@@ -181,6 +173,9 @@ notes:
   - Needs what Helm needs for the chart's objects, and get/list/create/update on the release's storage
     Secrets in O(namespace).
   - Helm does not upgrade C(crds/); run M(gpufleet.dra_gate.crd_prepare) before each upgrade.
+  - O(evidence_dir) receives C(values.merged.json) (the values the release gets, redacted) and
+    C(values.diff.txt) (the diffs) before the Helm write. An existing file with the same content is kept;
+    one with other content fails the module before anything changes.
 seealso:
   - module: gpufleet.dra_gate.helm_state
   - module: gpufleet.dra_gate.crd_prepare
@@ -188,6 +183,17 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Install the operator at the pinned chart (a first install; unchanged on a rerun)
+  gpufleet.dra_gate.operator_release:
+    state: installed
+    chart: /srv/charts/gpu-operator-v26.3.1.tgz
+    user_values: {}
+    overrides:
+      devicePlugin:
+        enabled: false
+  delegate_to: localhost
+  run_once: true
+
 - name: Upgrade one hop with the captured values and the operator's overrides
   gpufleet.dra_gate.operator_release:
     chart: /srv/charts/gpu-operator-v26.6.2.tgz
@@ -214,8 +220,8 @@ EXAMPLES = r"""
 RETURN = r"""
 action:
   description: >-
-    C(upgraded), C(rolled_back), C(reinstalled), C(unchanged); in check mode C(would_upgrade), C(would_roll_back),
-    C(would_reinstall) or C(unchanged).
+    C(installed), C(upgraded), C(rolled_back), C(reinstalled), C(unchanged); in check mode C(would_install),
+    C(would_upgrade), C(would_roll_back), C(would_reinstall) or C(unchanged).
   returned: always
   type: str
 release:
@@ -312,16 +318,16 @@ failed_revision:
 import os
 import shutil
 import tempfile
-import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_library
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_values
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_charts as opc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_release as orl
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import CommandTimedOut, Runner
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.module_run import ModuleRun
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import helm_library
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import helm_values
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import operator_charts as opc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import operator_release as orl
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.command_runner import CommandTimedOut, Runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_cli import (
     HelmCommandError,
     HelmForbidden,
     HelmOutputError,
@@ -329,16 +335,16 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import 
     RetryingHelm,
     apply_helm_environment,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_library import HelmLibraryCallError
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import RetryPolicy, argspec, check_params
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_library import HelmLibraryCallError
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import RetryPolicy, argspec, check_params
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.private_files import (
+    ArtifactExists,
     PrivateFileError,
-    ensure_private_dir,
-    write_private,
+    write_private_files,
 )
 
 MODULE_ARG_SPEC = dict(
-    state=dict(type="str", choices=["upgraded", "rolled_back"], default="upgraded"),
+    state=dict(type="str", choices=["upgraded", "rolled_back", "installed"], default="upgraded"),
     release=dict(type="str", default="gpu-operator"),
     namespace=dict(type="str", default="gpu-operator"),
     chart=dict(type="str"),
@@ -365,19 +371,16 @@ class Run:
 
     def __init__(self, module):
         self.module = module
-        self.started = time.time()
+        self.run = ModuleRun(module)
         self.helm = None
         self.common = {"release": module.params["release"], "namespace": module.params["namespace"],
                        "helm": {"backend": None, "version": None}, "artifacts": [], "removed_helm_env": []}
 
     def fields(self, extra):
-        finished = time.time()
         out = dict(self.common)
         out["helm_retries"] = self.helm.retries if self.helm is not None else 0
         out.update(extra)
-        out.update(started_at=orl.rfc3339(self.started), finished_at=orl.rfc3339(finished),
-                   duration_seconds=round(finished - self.started, 3))
-        return out
+        return self.run.timed(out)
 
     def fail(self, msg, **extra):
         extra.setdefault("changed", False)
@@ -403,12 +406,12 @@ def check_input(module, run, chart_path=None):
     if params.get("client_cert") or params.get("client_key"):
         run.fail("client_cert/client_key cannot be passed to Helm (either backend); put the client certificate "
                  "in the kubeconfig")
-    if state == "upgraded":
+    if state in ("upgraded", "installed"):
         if not params["chart"]:
-            run.fail("chart: required for state=upgraded (a chart directory, .tgz, oci:// or https:// reference)")
+            run.fail("chart: required for state=%s (a chart directory, .tgz, oci:// or https:// reference)" % state)
         if params["user_values"] is None and not params["user_values_file"]:
-            run.fail("user_values or user_values_file: one is required for state=upgraded (values are never reused "
-                     "silently; pass the captured values.user.json)")
+            run.fail("user_values or user_values_file: one is required for state=%s (values are never reused "
+                     "silently; pass the captured values.user.json)" % state)
         if params["revision"] is not None:
             run.fail("revision: only for state=rolled_back")
     else:
@@ -463,27 +466,13 @@ def open_helm(module, run, helm_home):
 
 def write_evidence(run, directory, files):
     """The evidence files (0600); an existing one with the same content is kept, another fails."""
-    paths, todo = [], []
     try:
-        ensure_private_dir(directory)
-        for name in sorted(files):  # every file checked before any is written
-            path = os.path.join(os.path.abspath(directory), name)
-            data = files[name].encode("utf-8")
-            if os.path.islink(path):
-                run.fail("evidence_dir: %s is a symlink; nothing was changed" % path)
-            if os.path.lexists(path):
-                with open(path, "rb") as handle:
-                    if handle.read() != data:
-                        run.fail("evidence_dir: %s exists with other content (artifacts are never replaced; use a "
-                                 "new evidence_dir); nothing was changed" % path)
-            else:
-                todo.append((path, data))
-            paths.append(path)
-        for path, data in todo:
-            write_private(path, data)
+        return write_private_files(directory, files)  # every file checked before any is written
+    except ArtifactExists as exc:
+        run.fail("evidence_dir: %s (artifacts are never replaced; use a new evidence_dir); nothing was changed" % exc)
     except (IOError, OSError, PrivateFileError) as exc:
         run.fail("evidence_dir: cannot write the evidence (nothing was changed in the cluster): %s" % exc)
-    return paths
+    return []
 
 
 def decide(module, run, helm, chart, merged):
@@ -491,6 +480,8 @@ def decide(module, run, helm, chart, merged):
     try:
         if params["state"] == "upgraded":
             return orl.plan_upgrade(helm, params["release"], params["namespace"], chart, merged)
+        if params["state"] == "installed":
+            return orl.plan_install(helm, params["release"], params["namespace"], chart, merged)
         return orl.plan_rollback(helm, params["release"], params["namespace"], params["revision"], chart, merged,
                                  keep_deployment=params["keep_deployment"])
     except orl.ReleaseError as exc:

@@ -88,14 +88,10 @@ options:
         except the C(node.kubernetes.io/) taints (left as they are now).
     type: bool
     default: true
-  evidence_dir:
-    description:
-      - Directory under which a new C(<UTC stamp>/) directory receives the object before and after every
-        write (C(before/<section>/<name>.json), C(after/<section>/<name>.json); directories 0700, files
-        0600, never replaced). Created only when something is written; nothing is written in check mode.
-    type: path
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
+  - gpufleet.dra_gate.evidence_dir.stamped
 attributes:
   check_mode:
     support: full
@@ -107,15 +103,6 @@ attributes:
     description:
       - Returns the before and after JSON of each object that is (or, in check mode, would be) written; for
         a node, its labels, taints and cordon.
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: all
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.k8s
 notes:
   - Needs list/get/create/update on customresourcedefinitions, get/list/create/update on the restored
     custom resources, and get/patch on nodes.
@@ -242,26 +229,25 @@ api_retries:
   type: int
 """
 
-import datetime
 import os
 import stat
 import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import cluster_state as cs
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import crd_prepare as cp
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_restore as orr
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import objects as kube
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import state as cs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import crd_prepare as cp
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import operator_restore as orr
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import (
     K8sApiError,
-    K8sConfigError,
-    K8sLibraryError,
     argspec,
-    build_api_client,
     check_params,
+    module_api_client,
     reader_from_params,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.private_files import (
     PrivateFileError,
     ensure_private_dir,
     make_new_dir,
@@ -280,11 +266,6 @@ MODULE_ARG_SPEC = dict(
 CONFLICT_ATTEMPTS = 5
 POLL_SECONDS = 0.25
 RESULT_KEYS = ("crds", "custom_resources", "nodes")
-
-
-def rfc3339(epoch):
-    stamp = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc)
-    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def read_regular(path):
@@ -363,14 +344,6 @@ class Restorer:
         self.unchanged = dict((k, []) for k in RESULT_KEYS)
         self.missing_nodes = []
 
-    def get_or_none(self, path):
-        try:
-            return self.reader.get(path)
-        except K8sApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
-
     def evidence(self, which, section, filename, obj):
         if self.evidence_parent is None or self.check_mode:
             return
@@ -397,7 +370,7 @@ class Restorer:
         attempt = 0
         while True:
             attempt += 1
-            live = self.get_or_none(path)
+            live = kube.get_or_none(self.reader, path)
             planned = orr.plan_object(captured, live)
             action = {"create": "created", "replace": "replaced"}.get(planned["action"], "unchanged")
             if action == "unchanged":
@@ -429,7 +402,7 @@ class Restorer:
         path = "%s/%s" % (cs.CRD_PATH, name)
         deadline = time.monotonic() + self.deadline
         while True:
-            obj = self.get_or_none(path)
+            obj = kube.get_or_none(self.reader, path)
             ok, shown = cp.established(obj)
             if ok:
                 return
@@ -446,7 +419,7 @@ class Restorer:
         attempt = 0
         while True:
             attempt += 1
-            live = self.get_or_none(path)
+            live = kube.get_or_none(self.reader, path)
             if live is None:
                 self.missing_nodes.append(name)
                 return
@@ -474,12 +447,7 @@ class Restorer:
 
 def list_or_empty(reader, path):
     """The items at ``path``; none when the server does not serve it (404: the CRD does not exist)."""
-    try:
-        return reader.list(path)
-    except K8sApiError as exc:
-        if exc.status == 404:
-            return []
-        raise
+    return kube.list_or_none(reader, path) or []
 
 
 def restore_crds(restorer, reader, capture, extra):
@@ -531,7 +499,7 @@ def validate(module, params):
 
 def main():
     started = time.time()
-    clock = time.monotonic()
+    tick = time.monotonic()
     module = AnsibleModule(argument_spec=argspec(MODULE_ARG_SPEC), supports_check_mode=True)
     params = module.params
     state = {"restorer": None, "reader": None, "capture": None}
@@ -549,8 +517,8 @@ def main():
             artifacts=restorer.artifacts if restorer else [],
             evidence_dir=restorer.evidence_dir if restorer else None,
             api_calls=reader.calls if reader else 0, api_retries=reader.retries if reader else 0,
-            started_at=rfc3339(started), finished_at=rfc3339(started + time.monotonic() - clock),
-            duration_seconds=round(time.monotonic() - clock, 6))
+            started_at=clock.rfc3339(started), finished_at=clock.rfc3339(started + time.monotonic() - tick),
+            duration_seconds=round(time.monotonic() - tick, 6))
         if restorer and module._diff:  # pylint: disable=protected-access
             out["diff"] = restorer.diffs
         out.update(more)
@@ -561,14 +529,9 @@ def main():
         state["capture"] = load_capture(params)
     except orr.RestoreError as exc:
         module.fail_json(msg=str(exc), **result())
-    try:
-        api_client = build_api_client(params)
-    except K8sLibraryError as exc:
-        module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception, **result())
-    except K8sConfigError as exc:
-        module.fail_json(msg="cannot connect to the cluster: %s" % exc, **result())
+    api_client = module_api_client(module, **result())
     reader = state["reader"] = reader_from_params(api_client, params)
-    stamp = datetime.datetime.fromtimestamp(started, datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = clock.name_stamp(started)
     restorer = state["restorer"] = Restorer(reader, module.check_mode, params["evidence_dir"], stamp,
                                             params["api_deadline"])
     capture = state["capture"]

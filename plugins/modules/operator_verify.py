@@ -148,6 +148,7 @@ options:
     type: str
 extends_documentation_fragment:
   - gpufleet.dra_gate.k8s_auth
+  - gpufleet.dra_gate.attributes.k8s
 attributes:
   check_mode:
     support: full
@@ -157,15 +158,6 @@ attributes:
     support: none
     description:
       - Returns no diff; nothing is changed.
-  platform:
-    description: Runs on the controller or a delegate that can reach the API server.
-    support: full
-    platforms: all
-  action_group:
-    description: Action is part of action_group(s), for convenient setting of module_defaults.
-    support: full
-    membership:
-      - gpufleet.dra_gate.k8s
 notes:
   - Read-only; always returns C(changed=false). Needs get on C(/apis/nvidia.com) discovery, list on
     clusterpolicies and gpuclusters, nodes, and in O(namespace) daemonsets, deployments and pods, and
@@ -308,18 +300,16 @@ api_retries:
 
 import hashlib
 import json
-import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_verify as ov
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.module_run import ModuleRun
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import operator_verify as ov
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import (
     K8sApiError,
-    K8sConfigError,
-    K8sLibraryError,
     argspec,
-    build_api_client,
     check_params,
+    module_api_client,
     reader_from_params,
 )
 
@@ -390,19 +380,12 @@ def main():
         ov.check_params(params)
     except ov.VerifyError as exc:
         module.fail_json(msg=str(exc))
-    started = time.time()
-    try:
-        api_client = build_api_client(params)
-    except K8sLibraryError as exc:
-        module.fail_json(msg=missing_required_lib(exc.library), exception=exc.exception)
-    except K8sConfigError as exc:
-        module.fail_json(msg="cannot connect to the cluster: %s" % exc)
+    run = ModuleRun(module)
+    api_client = module_api_client(module)
     reader = reader_from_params(api_client, params)
 
     def timing():
-        finished = time.time()
-        return dict(started_at=ov.rfc3339(started), finished_at=ov.rfc3339(finished),
-                    duration_seconds=round(finished - started, 3), api_calls=reader.calls, api_retries=reader.retries)
+        return dict(run.timing(), api_calls=reader.calls, api_retries=reader.retries)
 
     try:
         result = ov.verify(reader, params)

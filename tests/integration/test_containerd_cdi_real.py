@@ -118,11 +118,11 @@ def dump(work):
 def play(work, tasks_from, extra):
     evidence = work.parent / "evidence"
     playbook = work.parent / "play.yml"
-    extra = dict(extra, containerd_cdi_containerd_config=str(work / "config.toml"),
-                 containerd_cdi_containerd_address=str(work / "c.sock"),
-                 containerd_cdi_containerd_restart_command=["/bin/sh", str(work / "restart.sh")],
-                 containerd_cdi_containerd_restart_timeout=3, containerd_cdi_command_timeout=20,
-                 containerd_cdi_containerd_backup_dir=str(work.parent / "backups"), containerd_cdi_containerd_evidence_dir=str(evidence))
+    extra = dict(extra, containerd_cdi_config=str(work / "config.toml"),
+                 containerd_cdi_address=str(work / "c.sock"),
+                 containerd_cdi_restart_command=["/bin/sh", str(work / "restart.sh")],
+                 containerd_cdi_restart_timeout=3, containerd_cdi_command_timeout=20,
+                 containerd_cdi_backup_dir=str(work.parent / "backups"), containerd_cdi_evidence_dir=str(evidence))
     playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"ansible.builtin.include_role": {"name": "gpufleet.dra_gate.containerd_cdi", "tasks_from": tasks_from}}]}]))
     (work.parent / "vars.json").write_text(json.dumps(extra))
@@ -273,10 +273,10 @@ def test_configured_tree_indexed_then_a_failed_revert_says_so(tmp_path):
     playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False,
                                      "roles": [{"role": "gpufleet.dra_gate.containerd_cdi"}]}]))
     (tmp_path / "vars.json").write_text(json.dumps({
-        "containerd_cdi_node_root": str(root), "containerd_cdi_containerd_version": "1.7.27",
-        "containerd_cdi_containerd_restart_command": ["/bin/true"], "containerd_cdi_containerd_restart_timeout": 1,
-        "containerd_cdi_containerd_address": "/run/gpufleet-test-no-such.sock",
-        "containerd_cdi_run_dir": str(run_dir), "containerd_cdi_containerd_evidence_dir": str(tmp_path / "records")}))
+        "containerd_cdi_node_root": str(root), "containerd_cdi_version": "1.7.27",
+        "containerd_cdi_restart_command": ["/bin/true"], "containerd_cdi_restart_timeout": 1,
+        "containerd_cdi_address": "/run/gpufleet-test-no-such.sock",
+        "containerd_cdi_run_dir": str(run_dir), "containerd_cdi_evidence_dir": str(tmp_path / "records")}))
     proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
                            "-e", "ansible_python_interpreter=" + os.path.join(VENV_BIN, "python"),
                            "-e", "@" + str(tmp_path / "vars.json"), str(playbook)],

@@ -388,7 +388,7 @@ def test_prometheus_p95_agrees_with_the_modules_own(canary, tmp_path):
         stop_prometheus(prom)
     run = json.loads(run_out.read_text())
     assert run["success_rate"] == {"numerator": count, "denominator": count, "percent": 100.0}, run.get("msg")
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_stats
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import claim_stats
     with open(run["records_path"]) as handle:
         records = [json.loads(line) for line in handle]
     # the pod's start on its node (bound -> Ready), which the kubelet's NodePrepareResources call dominates

@@ -252,9 +252,9 @@ def test_support_bundle_playbook_round_trip(tmp_path):
         live = json.load(tar.extractfile(".gpufleet/bundle.json"))["facts"]
     tree = tmp_path / "tree"
     tree.mkdir()
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import collect
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_bundle import extract_bundle
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree, RecordedCommands
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.gpu_node import collect
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.bundle import extract_bundle
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import NodeTree, RecordedCommands
     extract_bundle(str(bundle), str(tree))
     replay = NodeTree(str(tree))
     # bundle.json holds the node's part of the facts (containerd and CDI are parsed on the controller).

@@ -66,7 +66,7 @@ def test_a_bad_choice_is_printed_once_naming_only_that_setting_and_nothing_is_wr
     error = "[ERROR]: Task failed: Module failed: " + HEADER
     assert out.count(error) == 1 and out.count("fatal: [") == 1 and out.count(HEADER) == 2, out[-4000:]
     shown = out[out.index(error):].split("\nOrigin:")[0]
-    assert shown == error + ("\n- dra_gate_upgrade_scope (role variable operator_upgrade_upgrade_scope): it is not one of "
+    assert shown == error + ("\n- dra_gate_upgrade_scope (role variable operator_upgrade_scope): it is not one of "
                              "canary|production; got 'prod'; expected canary or production."), shown
     assert "dra_gate_canary_run_id" not in out  # only the failed condition, not the ones that depend on it
     assert "argument_spec" not in out and "Validating arguments" not in out and "Start the phase" not in out

@@ -15,9 +15,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import canary_clearance as cc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files as pf
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import canary_clearance as cc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import records as evidence
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import private_files as pf
 from ansible_collections.gpufleet.dra_gate.plugins.modules import canary_evidence, gate_evidence
 
 RUN = "canary-20261202T010000Z"

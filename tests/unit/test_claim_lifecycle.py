@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Units of module_utils/claim_lifecycle.py and claim_disruptions.py: the plan, the objects, the
+"""Units of module_utils/phases/claim_lifecycle.py and claim_disruptions.py: the plan, the objects, the
 watch-fed tracker replayed from a recorded run (tests/fixtures/claim_lifecycle/lab-run-events.json:
 the events claim_lifecycle's watches received from the lab, with their receipt times), the records
 built from it, the watch stream parser and the cleanup."""
@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_disruptions as cd
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_lifecycle as cl
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_stats
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError, RetryPolicy, watch_events
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import claim_disruptions as cd
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import claim_lifecycle as cl
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import claim_stats
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import K8sApiError, RetryPolicy, watch_events
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "claim_lifecycle", "lab-run-events.json")
 
@@ -341,7 +341,7 @@ def test_call_pool_runs_calls_keeps_problems_and_drops_the_queue_on_close():
 def test_progress_file_is_appended_0600_and_followed(tmp_path):
     import threading
     from ansible_collections.gpufleet.dra_gate.plugins.action import claim_lifecycle as action
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import private_files
     path = cl.progress_path(str(tmp_path), "run-1")
     assert path == str(tmp_path / "dra-acceptance-run-1.progress")
     private_files.append_private_line(path, "old line before the task")

@@ -16,8 +16,8 @@ from decimal import Decimal
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_stats as cs
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import ArtifactExists
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import claim_stats as cs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.private_files import ArtifactExists
 
 T0 = "2026-12-02T07:00:00Z"
 
@@ -187,7 +187,7 @@ def test_percent_never_overstates_success_and_empty_is_null():
 ])
 def test_ratio_is_the_one_rounding_rule(numerator, denominator, up, down):
     """claim_stats' rates are rates.py's (docs/evidence.md "Rates"): success down, defects up, 2 places."""
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import rates
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import rates
     assert cs.ratio(numerator, denominator) == rates.success_rate(numerator, denominator)
     assert cs.ratio(numerator, denominator)["percent"] == down
     assert cs.ratio(numerator, denominator, rounding=cs.ROUND_CEILING) == rates.failure_rate(numerator, denominator)

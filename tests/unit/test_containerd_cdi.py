@@ -19,8 +19,8 @@ import tomllib
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import containerd as ctd
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import containerd_cdi as cdi
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import containerd as ctd
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import containerd_cdi as cdi
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "containerd")

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The acceptance judge (evidence.dra_acceptance_findings): what blocks, what warns."""
+"""The acceptance judge (dra_acceptance.dra_acceptance_findings): what blocks, what warns."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import dra_acceptance
 
 GOOD = {"lifecycles": {"attempted": 10, "successful": 10, "namespace": "dra-acceptance", "left_behind": [],
                        "records_path": "/evidence/dra-acceptance-r1.jsonl",
@@ -19,7 +19,7 @@ GOOD = {"lifecycles": {"attempted": 10, "successful": 10, "namespace": "dra-acce
 
 
 def ids(results):
-    return [(f["id"], f["severity"]) for f in evidence.dra_acceptance_findings(results)]
+    return [(f["id"], f["severity"]) for f in dra_acceptance.dra_acceptance_findings(results)]
 
 
 def test_a_clean_run_has_no_findings():
@@ -29,7 +29,7 @@ def test_a_clean_run_has_no_findings():
 def test_an_unhealthy_device_warns_naming_the_device_and_the_claims():
     results = copy.deepcopy(GOOD)
     results["lifecycles"]["device_health"].update(devices=["gpu.nvidia.com/gpu-1/gpu-3"], claims=["c-1", "c-2"])
-    (finding,) = evidence.dra_acceptance_findings(results)
+    (finding,) = dra_acceptance.dra_acceptance_findings(results)
     assert (finding["id"], finding["severity"]) == ("dra_acceptance.device_not_healthy", "warn")
     assert "gpu.nvidia.com/gpu-1/gpu-3" in finding["observed"] and "c-1, c-2" in finding["observed"]
 
@@ -38,11 +38,11 @@ def test_warning_events_warn_and_unreadable_events_warn_as_unread():
     results = copy.deepcopy(GOOD)
     results["lifecycles"]["events"] = {"warnings": [{"reason": "FailedPrepareDynamicResources"}], "warnings_total": 1,
                                        "by_reason": {"Warning/FailedPrepareDynamicResources": 2, "Normal/Pulled": 3}}
-    (finding,) = evidence.dra_acceptance_findings(results)
+    (finding,) = dra_acceptance.dra_acceptance_findings(results)
     assert finding["id"] == "dra_acceptance.warning_events" and "FailedPrepareDynamicResources" in finding["observed"]
     assert "Normal/Pulled" not in finding["observed"]
     results["lifecycles"]["events"] = {"error": "GET events: 403 forbidden", "warnings": [], "by_reason": {}}
-    (finding,) = evidence.dra_acceptance_findings(results)
+    (finding,) = dra_acceptance.dra_acceptance_findings(results)
     assert (finding["id"], finding["severity"]) == ("dra_acceptance.events_unread", "warn") and "403" in finding["observed"]
 
 

@@ -13,9 +13,9 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import dra_features as df
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import k8s_components as kc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import dra_features as df
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import components as kc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import NodeTree
 
 import node_trees
 

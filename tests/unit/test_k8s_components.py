@@ -13,8 +13,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import k8s_components as kc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import components as kc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import NodeTree
 
 import node_trees
 

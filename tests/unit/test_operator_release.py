@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests of module_utils/operator_release.py (with a fake HelmBackend) and of the module's input checks."""
+"""Unit tests of module_utils/phases/operator_release.py (with a fake HelmBackend) and of the module's input checks."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,16 +14,16 @@ import tarfile
 import pytest
 
 import operator_charts  # tests/ is on pytest's pythonpath (pytest.ini)
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_values
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_release as orl
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import helm_values
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import operator_release as orl
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_cli import (
     HelmBackend,
     HelmCommandError,
     HelmForbidden,
     RetryingHelm,
     release_summary,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import RetryPolicy
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import RetryPolicy
 from ansible_collections.gpufleet.dra_gate.plugins.modules import operator_release as module
 
 REL, NS = "gpu-operator", "gpu-operator"
@@ -369,3 +369,65 @@ def test_evidence_files_are_private_and_never_replaced(tmp_path):
     with pytest.raises(AssertionError, match="values.merged.json exists with other content"):
         module.write_evidence(FailingRun(), directory, dict(files, **{"values.merged.json": "{\"a\": 1}\n"}))
     assert open(paths[1]).read() == "{}\n"
+
+
+# -- state=installed: a first install, unchanged on the rerun -----------------------------------------
+
+
+def test_install_plans_a_first_install_then_nothing():
+    gone = FakeHelm([])
+    plan = orl.plan_install(gone, REL, NS, CHART_2631, merged(USER, OVERRIDES))
+    assert (plan["op"], plan["state"], plan["revision_before"]) == ("install", "installed", None)
+    assert orl.action_of(plan, True) == "would_install"
+    # check mode: nothing written, the plan reported
+    dry = orl.result_of(plan, orl.apply_plan(gone, plan, check_mode=True), True, orl.DEFAULT_REDACT)
+    assert (dry["action"], dry["changed"], dry["revision"]) == ("would_install", True, None) and not gone.writes
+    diff = orl.diff_of(plan, orl.DEFAULT_REDACT)
+    assert diff["before"] == "" and "v26.3.1" in diff["after"] and "s3cret" not in diff["after"]
+    result = orl.result_of(plan, orl.apply_plan(gone, plan), False, orl.DEFAULT_REDACT)
+    assert [w["op"] for w in gone.writes] == ["install"] and gone.writes[0]["values"] == MERGED
+    assert gone.writes[0]["chart"] == CHART_2631["reference"]
+    assert (result["action"], result["revision"], result["chart_after"]["version"]) == ("installed", 1, "v26.3.1")
+    assert result["chart_before"] == {"name": None, "version": None, "app_version": None}
+    # the rerun: the release runs that chart and those values
+    again = orl.plan_install(gone, REL, NS, CHART_2631, merged(USER, OVERRIDES))
+    assert (again["op"], orl.action_of(again, False)) == ("unchanged", "unchanged")
+    assert len(gone.writes) == 1
+
+
+def test_install_over_an_existing_release_decides_as_an_upgrade():
+    helm = FakeHelm([("deployed", "v26.3.1", USER)])
+    plan = orl.plan_install(helm, REL, NS, CHART_2662, merged(USER, OVERRIDES))
+    assert (plan["op"], plan["state"], orl.action_of(plan, False)) == ("upgrade", "installed", "upgraded")
+    orl.apply_plan(helm, plan)
+    assert helm.writes[0]["op"] == "upgrade"
+    # a failed newest revision is never "already there"
+    failed = FakeHelm([("failed", "v26.3.1", MERGED)])
+    assert orl.plan_install(failed, REL, NS, CHART_2631, merged(USER, OVERRIDES))["op"] == "upgrade"
+    # forbidden is not absent
+    forbidden = FakeHelm([], history_error=HelmForbidden(["helm", "history", REL], 1, "Error: forbidden"))
+    with pytest.raises(HelmForbidden):
+        orl.plan_install(forbidden, REL, NS, CHART_2631, merged(USER, OVERRIDES))
+
+
+def test_install_failure_reports_the_state_read_back():
+    helm = FakeHelm([], fail="Error: INSTALLATION FAILED: timed out waiting for the condition")
+    plan = orl.plan_install(helm, REL, NS, CHART_2631, merged(USER, {}))
+    with pytest.raises(orl.ReleaseError, match=r"helm install of release gpu-operator/gpu-operator failed: .*INSTALLATION "
+                                               r"FAILED.*the release was at revision None") as info:
+        orl.apply_plan(helm, plan)
+    assert info.value.extra["revision_before"] is None
+    assert (info.value.extra["revision"], info.value.extra["status"]) == (1, "failed")
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"state": "installed"}, "chart: required for state=installed"),
+    ({"state": "installed", "chart": "oci://x/gpu-operator", "chart_version": "1"},
+     "user_values or user_values_file: one is required for state=installed"),
+    ({"state": "installed", "chart": "oci://x/gpu-operator", "chart_version": "1", "user_values": {}, "revision": 1},
+     "revision: only for"),
+])
+def test_module_bad_input_installed(run_module, args, message):
+    result = run_module(module, args)
+    assert result["failed"] and message in result["msg"], result["msg"]
+    assert not result.get("changed")

@@ -16,10 +16,10 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import artifacts as af
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import cluster_state as cs
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_restore as orr
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import artifacts as af
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import state as cs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import operator_restore as orr
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import K8sApiError
 from ansible_collections.gpufleet.dra_gate.plugins.modules import operator_restore as module
 
 RUN = "/ev/run1"

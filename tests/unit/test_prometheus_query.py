@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""plugins/module_utils/prometheus_query.py: PromQL text, input checks, retries and the parsing of
+"""plugins/module_utils/wrappers/prometheus_query.py: PromQL text, input checks, retries and the parsing of
 answers recorded from the real Prometheus 2.42 (tests/fixtures/prometheus/, recorded by
 tests/integration/test_dra_metrics_prometheus.py with DRA_GATE_RECORD_PROMETHEUS=1)."""
 
@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import prometheus_query as pq
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import prometheus_query as pq
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "prometheus")
 
@@ -86,15 +86,6 @@ def test_durations_and_ranges():
     assert pq.range_of(4.11) == "4110ms"
     with pytest.raises(ValueError, match="end must be after start"):
         pq.range_of(0)
-
-
-def test_rfc3339():
-    assert pq.parse_rfc3339("2026-12-02T07:40:00Z", "start") == 1796197200.0
-    assert pq.parse_rfc3339("2026-12-02T08:40:00.5+01:00", "start") == 1796197200.5
-    assert pq.rfc3339(1796197200.25) == "2026-12-02T07:40:00.250000Z"
-    for bad in ("2026-12-02 07:40:00", "2026-12-02T07:40:00", "yesterday", "2026-13-02T07:40:00Z", 5):
-        with pytest.raises(ValueError, match="end: .* is not an RFC 3339 time"):
-            pq.parse_rfc3339(bad, "end")
 
 
 def test_dcgm_option_and_query():

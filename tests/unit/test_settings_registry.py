@@ -8,11 +8,14 @@ A setting used anywhere that the registry does not list is a typo or a second na
 names made of the same words (``operator_target_version`` / ``target_operator_version``) are one concept with
 two names; a module option that two roles feed from different settings is one too (that is how the README's
 ``dra_gate_target_operator_version`` once never reached the upgrade). A role reads a setting through the
-default ``<role>_<name>: "{{ dra_gate_<name> | default(X) }}"`` - the same ``<name>`` - and documents that
+default ``<role>_<name>: "{{ dra_gate_<name> | default(X) }}"`` - the same ``<name>``, less its leading words that
+are words of the role's name (``drain_waves_timeout`` <- ``dra_gate_drain_timeout``), or the variable the setting's
+``role_variable`` names for the role where that rule gives a bad name (one function derives the name everywhere:
+``role_variable`` of tests/setting_names.py) - and documents that
 variable in its meta/argument_specs.yml with the registry's type and default; every place that defaults a
 setting defaults it to the registry's value; every setting is read by a role or a playbook, and the registry
 says which; a setting only a play keyword reads (scope ``play``: extra vars only) is never set in an
-inventory; each input rule (``plugins/module_utils/inputs_<role>.py``) names the setting its role variable
+inventory; each input rule (``plugins/module_utils/inputs/<role>.py``) names the setting its role variable
 really reads."""
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +31,8 @@ import re
 import pytest
 import yaml
 
+from setting_names import role_variable
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REGISTRY_PATH = os.path.join(REPO, "meta", "settings.yml")
 NAME = re.compile(r"(?<![A-Za-z0-9_])dra_gate_[a-z0-9_]*[a-z0-9](?![A-Za-z0-9_*])")
@@ -39,8 +44,8 @@ DEFAULTED = re.compile(r"(?P<setting>dra_gate_\w+)\s*\|\s*default\(")
 ONE_VARIABLE = re.compile(r"^\{\{\s*(?P<var>[a-z_][a-z0-9_]*)\s*(\|[^{}]*)?\}\}$")
 TYPES = {"str", "int", "bool", "list", "dict", "path", "raw", "float"}
 # Where settings are used (relative to the repository root), and what is never scanned.
-SCANNED = ("README.md", "dra-gate", "bench", "docs", "inventories", "lab", "meta", "molecule", "playbooks", "plugins",
-           "roles", "tests")
+SCANNED = ("README.md", "dra-gate", "bench", "docs", "extensions", "inventories", "lab", "meta", "molecule", "playbooks",
+           "plugins", "roles", "tests")
 NOT_SCANNED = ("tests/fixtures", "tests/output", "tests/unit/test_settings_registry.py", "meta/settings.yml")
 # Names in prose that stand for any setting, not for one.
 PLACEHOLDERS = {"dra_gate_x"}
@@ -141,12 +146,12 @@ def uses():
 
 
 def reader_of(rel):
-    """The reader a file belongs to (roles/<role>, playbooks/<file>), or None."""
+    """The reader a file belongs to (roles/<role>, playbooks/<file>, extensions/<file>), or None."""
     parts = rel.split("/")
     if parts[0] == "roles" and len(parts) > 3 and parts[2] in ("defaults", "tasks", "vars", "templates", "handlers"):
         return "roles/" + parts[1]
-    if parts[0] == "playbooks" and rel.endswith(".yml"):
-        return rel
+    if parts[0] in ("playbooks", "extensions") and rel.endswith(".yml"):
+        return rel  # extensions/awx: the AWX objects name every setting (surveys); the workflow reads dra_gate_gate_id
     return None
 
 
@@ -259,7 +264,7 @@ def registry_form_violations():
         if not NAME.match(name) or NAME.match(name).group(0) != name:
             problems.append("not a setting name")
         extra = set(entry) - {"type", "elements", "default", "choices", "scope", "description", "read_by",
-                              "separate_from", "default_differs"}
+                              "separate_from", "default_differs", "role_variable"}
         if extra:
             problems.append("unknown keys %s" % sorted(extra))
         if entry.get("type") not in TYPES:
@@ -277,8 +282,30 @@ def registry_form_violations():
         if not isinstance(entry.get("read_by"), list) or not entry["read_by"]:
             problems.append("read by nothing")
         problems += ["separate_from %s is not listed" % o for o in entry.get("separate_from") or {} if o not in listed]
+        problems += role_variable_problems(name, entry)
         wrong += ["%s: %s" % (name, p) for p in problems]
     return wrong
+
+
+def role_variable_problems(name, entry):
+    """An explicit role_variable names, for a role that reads the setting, a variable of that role that the rule
+    would not give; a role the rule leaves no name (nothing once the role words are dropped) must have one."""
+    named = entry.get("role_variable") or {}
+    if not isinstance(named, dict):
+        return ["role_variable is not a mapping role -> variable"]
+    problems = []
+    for role, variable in sorted(named.items()):
+        if "roles/%s" % role not in (entry.get("read_by") or []):
+            problems.append("role_variable names role %s, which read_by does not list" % role)
+        if not isinstance(variable, str) or not re.match(r"^%s(_[a-z0-9]+)+$" % re.escape(role), variable):
+            problems.append("role_variable %r of role %s is not %s_<words>" % (variable, role, role))
+        elif variable == role_variable(role, name, explicit=False):
+            problems.append("role_variable %s of role %s is what the rule gives: leave it out" % (variable, role))
+    for reader in entry.get("read_by") or []:
+        role = reader[len("roles/"):] if reader.startswith("roles/") else None
+        if role and role_variable(role, name) == role + "_":
+            problems.append("the rule leaves role %s no name for it: give role_variable {%s: ...}" % (role, role))
+    return problems
 
 
 def twin_violations():
@@ -330,19 +357,23 @@ def play_scope_violations():
 
 def naming_rule_violations(role):
     listed = registry()
+    named = collections.defaultdict(list)  # {role variable: the settings the rule gives it in this role}
+    for setting in sorted(listed):
+        named[role_variable(role, setting)].append(setting)
     wrong = []
     for name, value in role_defaults(role).items():
-        suffix = name[len(role) + 1:]
         match = ROLE_DEFAULT.match(value) if isinstance(value, str) else None
         if match is None:
-            if "dra_gate_%s" % suffix in listed:
-                wrong.append("%s does not read dra_gate_%s" % (name, suffix))
+            if name in named:
+                wrong.append("%s does not read %s" % (name, " or ".join(named[name])))
             if isinstance(value, str) and NAME.search(value):
                 wrong.append("%s reads a setting in another form than {{ dra_gate_<name> | default(...) }}: %s" % (name, value))
             continue
         setting = match.group("setting")
-        if setting != "dra_gate_" + suffix and not known("unregistered", setting, ["roles/%s/" % role]):
-            wrong.append("%s reads %s: the rule is %s_<name> <- dra_gate_<name>" % (name, setting, role))
+        if role_variable(role, setting) != name and not known("unregistered", setting, ["roles/%s/" % role]):
+            wrong.append("%s reads %s, which the rule names %s: the rule is %s_<name> <- dra_gate_<name>, the leading "
+                         "words of <name> that are words of the role's name dropped, or the setting's role_variable"
+                         % (name, setting, role_variable(role, setting), role))
     return wrong
 
 
@@ -446,12 +477,14 @@ def pass_through_violations():
 
 
 def input_rule_modules():
-    directory = os.path.join(REPO, "plugins", "module_utils")
-    return sorted(name[len("inputs_"):-3] for name in os.listdir(directory) if re.match(r"^inputs_\w+\.py$", name))
+    directory = os.path.join(REPO, "plugins", "module_utils", "inputs")
+    names = sorted(name[:-3] for name in os.listdir(directory) if re.match(r"^\w+\.py$", name) and name not in ("__init__.py", "rules.py"))
+    assert names, "no input rule modules under %s" % directory
+    return names
 
 
 def rules_of(role):
-    return importlib.import_module("ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs_" + role).RULES
+    return importlib.import_module("ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs." + role).RULES
 
 
 def input_rule_violations(role):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The upgrade and rollback judges (evidence.upgrade_findings / rollback_findings) and gate_evidence using them."""
+"""The upgrade and rollback judges (judges.upgrade.upgrade_findings / judges.rollback.rollback_findings) and gate_evidence using them."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,7 +12,9 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence, gate
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import records as evidence
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import verdict as gate
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import registry, rollback, snapshot, upgrade
 from ansible_collections.gpufleet.dra_gate.plugins.modules import gate_evidence
 
 SHA_A = "a" * 64
@@ -84,27 +86,27 @@ def by_id(findings, fid):
 
 
 def test_judges_are_registered_for_their_phases():
-    assert evidence.JUDGES["upgrade"] is evidence.upgrade_findings
-    assert evidence.JUDGES["rollback"] is evidence.rollback_findings
-    assert evidence.JUDGES["snapshot"] is evidence.snapshot_findings
+    assert registry.JUDGES["upgrade"] is upgrade.upgrade_findings
+    assert registry.JUDGES["rollback"] is rollback.rollback_findings
+    assert registry.JUDGES["snapshot"] is snapshot.snapshot_findings
     assert "upgrade" in evidence.PHASES and "rollback" in evidence.PHASES
 
 
 # ---- upgrade -------------------------------------------------------------------------------------
 
 def test_a_clean_upgrade_has_no_finding():
-    assert evidence.upgrade_findings(upgrade_results()) == []
+    assert upgrade.upgrade_findings(upgrade_results()) == []
 
 
 def test_findings_have_the_finding_shape_and_the_upgrade_source():
-    findings = evidence.upgrade_findings(upgrade_results(refused="no chart for 26.6.x", hops=[], completed=False))
+    findings = upgrade.upgrade_findings(upgrade_results(refused="no chart for 26.6.x", hops=[], completed=False))
     assert findings and all(set(f) == set(gate.FINDING_KEYS) for f in findings)
     assert all(f["source"] == "gpufleet.dra_gate upgrade phase" for f in findings)
 
 
 def test_refused_blocks_and_is_not_also_incomplete():
-    findings = evidence.upgrade_findings(upgrade_results(refused="hop 26.3.1 -> 26.6.2: no chart", hops=[],
-                                                         completed=False, baseline={}))
+    results = upgrade_results(refused="hop 26.3.1 -> 26.6.2: no chart", hops=[], completed=False, baseline={})
+    findings = upgrade.upgrade_findings(results)
     assert ids(findings, "block") == ["upgrade.refused"]
     assert findings[0]["observed"] == "hop 26.3.1 -> 26.6.2: no chart"
 
@@ -115,7 +117,7 @@ def test_a_failed_hop_blocks_naming_the_hop_and_its_failure():
     second["allocatable_after"] = None
     results = upgrade_results(hops=[hop("26.3.1", "26.6.2", SHA_A), second], completed=False,
                               failure={"hop": "26.6.2 -> 26.7.0", "step": "helm upgrade", "message": "timed out"})
-    findings = evidence.upgrade_findings(results)
+    findings = upgrade.upgrade_findings(results)
     assert ids(findings, "block") == ["upgrade.hop_failed"]  # not incomplete: the failed hop says why
     assert findings[0]["subject"] == "hop 26.6.2 -> 26.7.0"
     assert findings[0]["message"] == "helm upgrade: timed out waiting for the condition"
@@ -125,7 +127,7 @@ def test_verify_problems_block_each_named_on_the_hop():
     bad = hop("26.3.1", "26.6.2", SHA_A)
     bad["verify"] = {"ok": False, "problems": ["ClusterPolicy cluster-policy: state notReady",
                                                {"what": "daemonset nvidia-device-plugin", "reason": "0 of 2 ready"}]}
-    findings = evidence.upgrade_findings(upgrade_results(hops=[bad, hop("26.6.2", "26.7.0", SHA_B)]))
+    findings = upgrade.upgrade_findings(upgrade_results(hops=[bad, hop("26.6.2", "26.7.0", SHA_B)]))
     verify = by_id(findings, "upgrade.verify")
     assert len(verify) == 1 and verify[0]["severity"] == "block" and verify[0]["subject"] == "hop 26.3.1 -> 26.6.2"
     assert "state notReady" in verify[0]["message"] and "daemonset nvidia-device-plugin: 0 of 2 ready" in verify[0]["message"]
@@ -139,7 +141,7 @@ def test_control_suites_that_did_not_pass_block():
     bad["control_suite"] = suite(passed=False)
     results = upgrade_results(baseline={"verify": {"ok": True, "problems": []}, "control_suite": suite(passed=False)},
                               hops=[hop("26.3.1", "26.6.2", SHA_A), bad])
-    findings = evidence.upgrade_findings(results)
+    findings = upgrade.upgrade_findings(results)
     assert ids(findings, "block") == ["upgrade.baseline_control_suite", "upgrade.control_suite"]
     assert by_id(findings, "upgrade.control_suite")[0]["subject"] == "hop 26.6.2 -> 26.7.0"
     assert "pod-smoke: timed out" in by_id(findings, "upgrade.control_suite")[0]["observed"]
@@ -148,17 +150,17 @@ def test_control_suites_that_did_not_pass_block():
 def test_allocatable_changed_blocks_per_node():
     changed = hop("26.3.1", "26.6.2", SHA_A)
     changed["allocatable_after"] = {"gpu-1": "8", "gpu-2": "0"}
-    findings = evidence.upgrade_findings(upgrade_results(hops=[changed, hop("26.6.2", "26.7.0", SHA_B)]))
+    findings = upgrade.upgrade_findings(upgrade_results(hops=[changed, hop("26.6.2", "26.7.0", SHA_B)]))
     assert ids(findings) == ["upgrade.allocatable_changed"]
     assert findings[0]["subject"] == "gpu-2" and findings[0]["observed"] == "0" and findings[0]["expected"] == "8"
     gone = hop("26.3.1", "26.6.2", SHA_A)
     gone["allocatable_after"] = {"gpu-1": 8}  # a number equal to the string is the same quantity
-    findings = evidence.upgrade_findings(upgrade_results(hops=[gone]))
+    findings = upgrade.upgrade_findings(upgrade_results(hops=[gone]))
     assert [f["subject"] for f in by_id(findings, "upgrade.allocatable_changed")] == ["gpu-2"]
 
 
 def test_not_completed_without_a_failed_hop_is_incomplete():
-    findings = evidence.upgrade_findings(upgrade_results(hops=[hop("26.3.1", "26.6.2", SHA_A)], completed=False))
+    findings = upgrade.upgrade_findings(upgrade_results(hops=[hop("26.3.1", "26.6.2", SHA_A)], completed=False))
     assert ids(findings, "block") == ["upgrade.incomplete"]
     assert "1 of 2" in findings[0]["observed"]
 
@@ -166,7 +168,7 @@ def test_not_completed_without_a_failed_hop_is_incomplete():
 def test_a_rollback_blocks_with_its_verdict_and_duration():
     results = upgrade_results(rollback={"triggered": True, "automatic": True, "verdict": "pass", "duration_seconds": 431.5,
                                         "command": "ansible-playbook playbooks/rollback_operator.yml -e run=x"})
-    findings = evidence.upgrade_findings(results)
+    findings = upgrade.upgrade_findings(results)
     assert ids(findings) == ["upgrade.rolled_back"]
     assert findings[0]["observed"] == "verdict pass, duration 431.5 s"
     assert "automatically" in findings[0]["message"] and "rollback_operator.yml" in findings[0]["message"]
@@ -177,30 +179,30 @@ def test_check_mode_warns_and_skipped_workloads_warn():
     dry["control_suite"] = suite(skipped=1)
     results = upgrade_results(check_mode=True, hops=[dry], planned_hops=1,
                               baseline={"verify": {"ok": True, "problems": []}, "control_suite": suite(skipped=1)})
-    findings = evidence.upgrade_findings(results)
+    findings = upgrade.upgrade_findings(results)
     assert ids(findings, "block") == []
     assert ids(findings, "warn") == ["upgrade.check_mode", "upgrade.control_suite_skipped", "upgrade.control_suite_skipped"]
     assert by_id(findings, "upgrade.check_mode")[0]["message"] == "nothing was applied; a check run never passes"
     assert sorted(f["subject"] for f in by_id(findings, "upgrade.control_suite_skipped")) == ["baseline", "hop 26.3.1 -> 26.6.2"]
     assert gate.verdict_of(findings) == "warn"
     # the module's check mode counts as well as the record's flag
-    assert "upgrade.check_mode" in ids(evidence.upgrade_findings(upgrade_results(), check_mode=True))
+    assert "upgrade.check_mode" in ids(upgrade.upgrade_findings(upgrade_results(), check_mode=True))
 
 
 def test_production_without_a_cleared_canary_blocks():
     canary = {"required": True, "run_id": "canary-1", "cleared": False, "reasons": ["results.verdict: found 'warn', expected 'pass'"]}
-    findings = evidence.upgrade_findings(upgrade_results(scope="production", canary=canary))
+    findings = upgrade.upgrade_findings(upgrade_results(scope="production", canary=canary))
     assert ids(findings) == ["upgrade.canary_not_cleared"]
     assert "found 'warn'" in findings[0]["message"] and findings[0]["subject"] == "canary run canary-1"
     cleared = dict(canary, cleared=True, reasons=[])
-    assert evidence.upgrade_findings(upgrade_results(scope="production", canary=cleared)) == []
+    assert upgrade.upgrade_findings(upgrade_results(scope="production", canary=cleared)) == []
     # a canary scope run is never judged on a canary of its own
-    assert evidence.upgrade_findings(upgrade_results(scope="canary", canary=dict(canary, required=False))) == []
+    assert upgrade.upgrade_findings(upgrade_results(scope="canary", canary=dict(canary, required=False))) == []
 
 
 def test_zero_hops_already_at_target_does_not_block():
     results = upgrade_results(current_version="26.7.0", hops=[], planned_hops=0)
-    findings = evidence.upgrade_findings(results)
+    findings = upgrade.upgrade_findings(results)
     assert ids(findings) == ["upgrade.already_at_target"] and findings[0]["severity"] == "info"
     assert gate.verdict_of(findings) == "pass"
 
@@ -208,11 +210,11 @@ def test_zero_hops_already_at_target_does_not_block():
 # ---- rollback ------------------------------------------------------------------------------------
 
 def test_a_clean_rollback_has_no_finding():
-    assert evidence.rollback_findings(rollback_results()) == []
+    assert rollback.rollback_findings(rollback_results()) == []
 
 
 def test_unverified_artifacts_block():
-    findings = evidence.rollback_findings(rollback_results(index_verified=False))
+    findings = rollback.rollback_findings(rollback_results(index_verified=False))
     assert ids(findings) == ["rollback.artifacts_unverified"]
     assert findings[0]["source"] == "gpufleet.dra_gate rollback phase"
 
@@ -220,23 +222,23 @@ def test_unverified_artifacts_block():
 def test_each_failed_step_blocks_named():
     steps = rollback_results()["steps"] + [{"name": "restore crds", "ok": False, "detail": "409 conflict on gpuclusters"},
                                            {"name": "restore nodes", "ok": False, "detail": None}]
-    findings = evidence.rollback_findings(rollback_results(steps=steps))
+    findings = rollback.rollback_findings(rollback_results(steps=steps))
     assert [f["subject"] for f in by_id(findings, "rollback.step_failed")] == ["restore crds", "restore nodes"]
     assert "409 conflict" in by_id(findings, "rollback.step_failed")[0]["message"]
 
 
 def test_control_suite_incomplete_and_verify_block():
-    findings = evidence.rollback_findings(rollback_results(control_suite=suite(passed=False), completed_at=None,
+    findings = rollback.rollback_findings(rollback_results(control_suite=suite(passed=False), completed_at=None,
                                                            duration_seconds=None, failure="control suite did not pass",
                                                            verify={"ok": False, "problems": ["ClusterPolicy notReady"]}))
     assert ids(findings, "block") == ["rollback.control_suite", "rollback.incomplete", "rollback.verify"]
     assert "control suite did not pass" in by_id(findings, "rollback.incomplete")[0]["message"]
     assert by_id(findings, "rollback.verify")[0]["observed"] == "ClusterPolicy notReady"
-    assert ids(evidence.rollback_findings(rollback_results(duration_seconds=None))) == ["rollback.incomplete"]
+    assert ids(rollback.rollback_findings(rollback_results(duration_seconds=None))) == ["rollback.incomplete"]
 
 
 def test_extra_crds_warn_each_named():
-    findings = evidence.rollback_findings(rollback_results(extra={"crds": ["computedomains.resource.nvidia.com",
+    findings = rollback.rollback_findings(rollback_results(extra={"crds": ["computedomains.resource.nvidia.com",
                                                                            "nvidiadrivers.nvidia.com"], "custom_resources": []}))
     assert ids(findings, "block") == []
     assert sorted(f["subject"] for f in by_id(findings, "rollback.extra_crds")) == [
@@ -247,12 +249,12 @@ def test_extra_crds_warn_each_named():
 def test_rollback_check_mode_warns_and_does_not_need_completion():
     results = rollback_results(check_mode=True, completed_at=None, duration_seconds=None,
                                control_suite=suite(skipped=1))
-    findings = evidence.rollback_findings(results)
+    findings = rollback.rollback_findings(results)
     assert ids(findings) == ["rollback.check_mode"] and findings[0]["severity"] == "warn"
 
 
 def test_a_failure_never_passes_even_when_nothing_else_blocks():
-    findings = evidence.rollback_findings(rollback_results(failure="post hook crashed"))
+    findings = rollback.rollback_findings(rollback_results(failure="post hook crashed"))
     assert ids(findings, "block") == ["rollback.failed"]
 
 
@@ -273,7 +275,7 @@ def not_needed_results(**extra):
 
 
 def test_a_rollback_with_nothing_to_roll_back_says_not_needed():
-    findings = evidence.rollback_findings(not_needed_results())
+    findings = rollback.rollback_findings(not_needed_results())
     assert ids(findings) == ["rollback.not_needed"]
     finding = findings[0]
     assert finding["severity"] == "warn" and finding["subject"] == "rollback"
@@ -286,11 +288,11 @@ def test_a_rollback_with_nothing_to_roll_back_says_not_needed():
     decision = gate.decide(verdict, "block", findings)
     assert verdict == "warn" and decision["failed"] is False
     assert "first warning: rollback.not_needed [rollback]: rollback not needed" in decision["reason"]
-    assert evidence.rollback_not_needed(not_needed_results()) is True
+    assert rollback.rollback_not_needed(not_needed_results()) is True
 
 
 def test_not_needed_comes_first_so_the_gate_reason_names_it():
-    findings = evidence.rollback_findings(not_needed_results(extra={"crds": ["gpuclusters.nvidia.com"]}))
+    findings = rollback.rollback_findings(not_needed_results(extra={"crds": ["gpuclusters.nvidia.com"]}))
     assert [f["id"] for f in findings] == ["rollback.not_needed", "rollback.extra_crds"]
     assert "rollback.not_needed" in gate.decide("warn", "block", findings)["reason"]
 
@@ -299,7 +301,7 @@ def test_without_the_restore_step_the_state_was_not_compared():
     results = not_needed_results()
     results["steps"] = [s for s in results["steps"] if s["name"] != "restore_cluster_state"]
     results.update(restored={}, unchanged={})
-    message = by_id(evidence.rollback_findings(results), "rollback.not_needed")[0]["message"]
+    message = by_id(rollback.rollback_findings(results), "rollback.not_needed")[0]["message"]
     assert "the captured cluster state was not compared (no restore step" in message
 
 
@@ -312,17 +314,17 @@ def test_without_the_restore_step_the_state_was_not_compared():
 ], ids=["rolled back", "reinstalled", "a CRD restored", "a node restored", "a hook ran"])
 def test_a_rollback_that_changed_something_is_not_not_needed(change):
     results = not_needed_results(**change)
-    assert "rollback.not_needed" not in ids(evidence.rollback_findings(results))
-    assert evidence.rollback_not_needed(results) is False
+    assert "rollback.not_needed" not in ids(rollback.rollback_findings(results))
+    assert rollback.rollback_not_needed(results) is False
 
 
 def test_not_needed_is_not_added_to_a_blocked_or_check_mode_rollback():
     blocked = not_needed_results(index_verified=False)
-    assert ids(evidence.rollback_findings(blocked)) == ["rollback.artifacts_unverified"]
+    assert ids(rollback.rollback_findings(blocked)) == ["rollback.artifacts_unverified"]
     failed = not_needed_results(control_suite=suite(passed=False), completed_at=None, duration_seconds=None)
-    assert "rollback.not_needed" not in ids(evidence.rollback_findings(failed))
+    assert "rollback.not_needed" not in ids(rollback.rollback_findings(failed))
     check = not_needed_results(check_mode=True)
-    assert ids(evidence.rollback_findings(check)) == ["rollback.check_mode"]
+    assert ids(rollback.rollback_findings(check)) == ["rollback.check_mode"]
 
 
 # ---- gate_evidence uses them ---------------------------------------------------------------------
@@ -378,7 +380,7 @@ def test_gate_evidence_upgrade_in_check_mode_is_a_warning(run_module, tmp_path):
 def test_a_hop_whose_chart_at_use_is_not_the_verified_pin_blocks(used):
     bad = hop("26.3.1", "26.6.2", SHA_A)
     bad["chart_at_use"] = used
-    findings = evidence.upgrade_findings(upgrade_results(hops=[bad, hop("26.6.2", "26.7.0", SHA_B)]))
+    findings = upgrade.upgrade_findings(upgrade_results(hops=[bad, hop("26.6.2", "26.7.0", SHA_B)]))
     assert ids(findings, "block") == ["upgrade.chart_unverified_at_use"]
     assert findings[0]["subject"] == "hop 26.3.1 -> 26.6.2"
     assert gate.verdict_of(findings) == "block"
@@ -387,5 +389,5 @@ def test_a_hop_whose_chart_at_use_is_not_the_verified_pin_blocks(used):
 def test_a_failed_or_check_mode_hop_is_not_judged_on_its_chart_at_use():
     failed = hop("26.6.2", "26.7.0", SHA_B, ok=False)
     failed["chart_at_use"] = {"crd_prepare": {"sha256": "c" * 64, "verified": False}, "helm_upgrade": None}
-    findings = evidence.upgrade_findings(upgrade_results(hops=[hop("26.3.1", "26.6.2", SHA_A), failed], completed=False))
+    findings = upgrade.upgrade_findings(upgrade_results(hops=[hop("26.3.1", "26.6.2", SHA_A), failed], completed=False))
     assert ids(findings, "block") == ["upgrade.hop_failed"]

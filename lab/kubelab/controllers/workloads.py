@@ -358,11 +358,19 @@ class DeploymentController(Controller):
                 if exc.code not in (404, 409):
                     raise
 
-    def _new_rs(self, deploy: dict, owned: list, template_hash: str) -> tuple[dict, bool]:
+    def _new_rs(self, deploy: dict, owned: list, template_hash: str) -> tuple[dict, bool, dict]:
+        """getNewReplicaSet: the ReplicaSet of the current template, created when there is none; returns it,
+        whether it was created, and the Deployment (after its status write).
+
+        A created one is recorded at once, as kube's getNewReplicaSet does (UpdateStatus with Progressing
+        ``NewReplicaSetCreated`` right after the create): were it left to the end of the pass, a conflict in
+        between (the ReplicaSet controller writing the new ReplicaSet's status before it is scaled) would
+        lose it, the next pass would find the ReplicaSet existing and the previous rollout's
+        ``NewReplicaSetAvailable`` would stay, which never times out."""
         template = (spec(deploy).get("template") or {})
         for rs in owned:
             if _without_hash(spec(rs).get("template")) == _without_hash(template):
-                return rs, False
+                return rs, False, deploy
         namespace = meta(deploy)["namespace"]
         rs_template = clone(template)
         rs_template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = template_hash
@@ -380,7 +388,14 @@ class DeploymentController(Controller):
         if self.api.store.get_or_none(self.deployments, namespace, meta(deploy)["name"]) is None:
             self.api.delete(self.replicasets, namespace, meta(created)["name"])  # the Deployment went meanwhile
             raise ApiError(404, "NotFound", "deployment went away")
-        return created, True
+        deadline = spec(deploy).get("progressDeadlineSeconds")
+        if deadline is None or int(deadline) != NO_PROGRESS_DEADLINE:
+            new_status = clone(status(deploy))
+            new_status["conditions"] = set_deployment_condition(
+                new_status.get("conditions") or [], "Progressing", "True", NEW_RS_REASON,
+                'Created new replica set "%s"' % meta(created)["name"])
+            deploy = write_status(self.api, self.deployments, deploy, new_status)
+        return created, True, deploy
 
     def _scale(self, rs: dict, replicas: int) -> dict:
         if int(spec(rs).get("replicas", 1)) == replicas:
@@ -401,7 +416,7 @@ class DeploymentController(Controller):
             self._sync_paused(deploy, owned, desired)
             return
         template_hash = stable_hash(d_spec.get("template") or {})
-        new, created = self._new_rs(deploy, owned, template_hash)
+        new, created, deploy = self._new_rs(deploy, owned, template_hash)
         olds = sorted([rs for rs in owned if meta(rs)["uid"] != meta(new)["uid"]], key=_revision)
         top = max([_revision(r) for r in olds] or [0])
         if _revision(new) <= top:  # a rollback to an old template: it becomes the newest revision

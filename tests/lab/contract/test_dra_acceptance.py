@@ -102,7 +102,7 @@ def truth_of(lab, run_id):
 
 
 def seconds(text):
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import claim_stats
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import claim_stats
     return claim_stats.parse_time(text)
 
 

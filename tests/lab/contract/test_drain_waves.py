@@ -363,7 +363,7 @@ def test_waves_with_pdb_retries_api_bursts_reboots_and_a_dra_node(lab, tmp_path)
 
 def test_bad_waves_groups_and_settings_are_refused_once_before_any_node_is_touched(lab, tmp_path):
     """Wave sizes Ansible's serial would read as "every node at once" (0, "0%", -1), an unknown wave group and a bad
-    timeout: each refused by the input check (module_utils/inputs_drain_waves.py) once, on the controller, naming the
+    timeout: each refused by the input check (module_utils/inputs/drain_waves.py) once, on the controller, naming the
     value and the expected form, before any node is cordoned or any evidence is written."""
     header = "drain_waves: 1 input wrong, nothing was changed:"
     sizes = "expected a non-empty list of wave sizes, each a whole number above 0 (nodes in the wave) or a percentage above 0%"
@@ -375,7 +375,7 @@ def test_bad_waves_groups_and_settings_are_refused_once_before_any_node_is_touch
          ["- dra_gate_drain_wave_groups ", "entry 1 ('nosuch_pool') is not an inventory group; "
           "the inventory's groups are: gpu_nodes, wave_a", "expected a list of inventory groups"]),
         ("timeout", {"dra_gate_drain_timeout": "ten"},
-         ["- dra_gate_drain_timeout (role variable drain_waves_drain_timeout): it is not a number; got 'ten'; "
+         ["- dra_gate_drain_timeout (role variable drain_waves_timeout): it is not a number; got 'ten'; "
           "expected seconds above 0"]),
     ]
     for name, extra, shown in cases:

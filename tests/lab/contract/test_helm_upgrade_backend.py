@@ -19,13 +19,13 @@ import pytest
 
 pytest.importorskip("helm_python", reason="helm-python-sdk is not installed")
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_library  # noqa: E402
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import (  # noqa: E402
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import helm_library
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_cli import (  # noqa: E402
     RetryingHelm,
     release_summary,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_values import plan  # noqa: E402
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import RetryPolicy  # noqa: E402
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases.helm_values import plan  # noqa: E402
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import RetryPolicy  # noqa: E402
 
 RELEASE, NAMESPACE = "widget", "upgrade-demo"
 SUMMARY_KEYS = sorted(release_summary(None, None, None, None, None, None, None, None))

@@ -34,7 +34,7 @@ TARGET = "26.3.2"
 
 def patch_chart(directory):
     """The lab's 26.3.1 chart as the chart of 26.3.2 (Chart.yaml version and appVersion): (path, sha256)."""
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.operator_charts import local_digest  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases.operator_charts import local_digest  # pylint: disable=import-outside-toplevel
     path = operator_charts.write_chart(os.path.join(directory, "v" + TARGET), "26.3.1")
     chart_yaml = os.path.join(path, "Chart.yaml")
     with open(chart_yaml) as handle:

@@ -31,7 +31,7 @@ helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk is not 
 
 import operator_charts  # tests/ is on pytest's pythonpath (pytest.ini)
 from kubelab.testing import start_lab, stop_lab, wait_for
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.operator_charts import local_digest
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases.operator_charts import local_digest
 from upgrade_lab import NAMESPACE, RELEASE, kube_clients, playbook, records, revision, run_module, settled, tail
 
 TAMPER_CALLBACK = '''

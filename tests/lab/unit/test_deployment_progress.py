@@ -80,13 +80,13 @@ def conditions(obj) -> dict:
     return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
 
 
-def test_rollout_without_its_service_account_stalls_then_completes(lab):
+def rolled_out(lab, ns: str, name: str):
+    """Namespace ``ns`` with ServiceAccount ``runner`` and Deployment ``name`` (one pod running as ``runner``,
+    progressDeadlineSeconds 2), its first rollout complete; returns a reader of its Progressing reason."""
     api = lab.server.api
-    ns, name = "progress", "runner-web"
     api.create(rtype(lab, "", "namespaces"), None, {"metadata": {"name": ns}})
-    accounts, deployments = rtype(lab, "", "serviceaccounts"), rtype(lab, "apps", "deployments")
-    replicasets, pods, events = rtype(lab, "apps", "replicasets"), rtype(lab, "", "pods"), rtype(lab, "", "events")
-    api.create(accounts, ns, {"metadata": {"name": "runner"}})
+    deployments = rtype(lab, "apps", "deployments")
+    api.create(rtype(lab, "", "serviceaccounts"), ns, {"metadata": {"name": "runner"}})
     api.create(deployments, ns, {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
         "spec": {"replicas": 1, "progressDeadlineSeconds": 2, "selector": {"matchLabels": {"app": name}},
@@ -97,6 +97,15 @@ def test_rollout_without_its_service_account_stalls_then_completes(lab):
     def progress_reason():
         return conditions(api.get(deployments, ns, name)).get("Progressing", {}).get("reason")
     testing.wait_for(lambda: progress_reason() == "NewReplicaSetAvailable", 20, "first rollout complete")
+    return progress_reason
+
+
+def test_rollout_without_its_service_account_stalls_then_completes(lab):
+    api = lab.server.api
+    ns, name = "progress", "runner-web"
+    accounts, deployments = rtype(lab, "", "serviceaccounts"), rtype(lab, "apps", "deployments")
+    replicasets, pods, events = rtype(lab, "apps", "replicasets"), rtype(lab, "", "pods"), rtype(lab, "", "events")
+    progress_reason = rolled_out(lab, ns, name)
     api.delete(accounts, ns, "runner")
     body = api.get(deployments, ns, name)
     body["spec"]["template"]["metadata"]["annotations"] = {"rollout": "2"}
@@ -146,3 +155,31 @@ def test_no_progress_deadline_means_no_progressing_condition(lab):
                      20, "available")
     dep = api.get(deployments, "default", "no-deadline")
     assert "Progressing" not in conditions(dep) and conditions(dep)["Available"]["status"] == "True"
+
+
+def test_a_conflict_after_the_new_replica_set_is_created_keeps_the_rollout_timing(lab, monkeypatch):
+    """The pass that creates the new ReplicaSet records NewReplicaSetCreated at once (getNewReplicaSet's
+    UpdateStatus): when the rest of that pass meets a conflict (the ReplicaSet controller wrote the new
+    ReplicaSet's status before it was scaled), the rollout still times out instead of keeping the previous
+    rollout's NewReplicaSetAvailable, which never times out."""
+    from kubelab.controllers.workloads import DeploymentController
+    from kubelab.errors import ApiError
+    api = lab.server.api
+    ns, name = "conflict", "web"
+    accounts, deployments = rtype(lab, "", "serviceaccounts"), rtype(lab, "apps", "deployments")
+    progress_reason = rolled_out(lab, ns, name)
+
+    original, refused = DeploymentController._scale, []
+
+    def conflict_once(self, rs, replicas):
+        if rs["metadata"]["annotations"].get("deployment.kubernetes.io/revision") == "2" and not refused:
+            refused.append(rs["metadata"]["name"])
+            raise ApiError(409, "Conflict", "the object has been modified")
+        return original(self, rs, replicas)
+    monkeypatch.setattr(DeploymentController, "_scale", conflict_once)
+    api.delete(accounts, ns, "runner")  # the new ReplicaSet's pods cannot be created: no progress at all
+    body = api.get(deployments, ns, name)
+    body["spec"]["template"]["metadata"]["annotations"] = {"rollout": "2"}
+    api.update(deployments, ns, name, body)
+    testing.wait_for(lambda: progress_reason() == "ProgressDeadlineExceeded", 20, "ProgressDeadlineExceeded")
+    assert refused, "the injected conflict never happened"

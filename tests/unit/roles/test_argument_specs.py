@@ -16,6 +16,8 @@ import re
 import pytest
 import yaml
 
+from setting_names import role_variable
+
 ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "roles")
 # "{{ dra_gate_x | default(LITERAL) }}": the inventory-wide variable, else LITERAL.
 TEMPLATED_DEFAULT = re.compile(r"^\{\{\s*(?P<var>\w+)\s*\|\s*default\((?P<literal>.*)\)\s*\}\}$")
@@ -81,7 +83,7 @@ def test_documented_defaults_match_the_role(role):
         if match is None:
             assert documented == value, name
             continue
-        assert match.group("var") == "dra_gate_" + name[len(role) + 1:], name
+        assert role_variable(role, match.group("var")) == name, name
         if re.match(r"^[A-Za-z_]\w*$", match.group("literal")) and match.group("literal") not in ("true", "false"):
             continue  # another variable: the spec documents it in words
         try:  # a Jinja literal is a YAML flow value (true/false bare, strings quoted: 'true' stays a string)

@@ -2,7 +2,7 @@
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """plugins/filter/waves.py: the drain play's hosts and serial come out checked, a bad value raises
-AnsibleFilterError with module_utils/waves.py's message (never a raw Jinja error)."""
+AnsibleFilterError with module_utils/phases/waves.py's message (never a raw Jinja error)."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import artifacts as art
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import artifacts as art
 
 ETCD_FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "etcd")
 SHA = "a" * 64

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cdi import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.cdi import (
     DEFAULT_SPEC_DIRS,
     KNOWN_CDI_VERSIONS,
     is_cdi_spec_filename,
@@ -163,7 +163,7 @@ def test_node_side_import_does_not_import_yaml():
     on most nodes) is imported only when a spec is parsed, on the controller."""
     import subprocess
     import sys
-    code = ("import sys; from ansible_collections.gpufleet.dra_gate.plugins.module_utils import cdi, gpu_node; "
+    code = ("import sys; from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import cdi, gpu_node; "
             "print('yaml' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, universal_newlines=True, check=True,
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
@@ -171,5 +171,5 @@ def test_node_side_import_does_not_import_yaml():
 
 
 def test_controller_default_dirs_are_the_cdi_defaults():
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import DEFAULT_SPEC_DIRS as CONTROLLER
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.config import DEFAULT_SPEC_DIRS as CONTROLLER
     assert list(CONTROLLER) == DEFAULT_SPEC_DIRS

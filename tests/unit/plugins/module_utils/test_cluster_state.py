@@ -11,7 +11,8 @@ __metaclass__ = type
 import hashlib
 import json
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import cluster_state as cs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import objects as kube
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import state as cs
 
 
 def crd(plural, group, kind, versions=(("v1", True, True),), scope="Cluster"):
@@ -44,11 +45,13 @@ def test_served_version_prefers_the_storage_version():
 
 
 def test_gpu_nodes():
-    assert cs.is_gpu_node(node("a", labels={"nvidia.com/gpu.present": "true"}))
-    assert cs.is_gpu_node(node("b", capacity={"nvidia.com/gpu": "8"}))
-    assert cs.is_gpu_node(node("c", labels={"kubelab.gpufleet.io/gpu-backend": "dra"}))
-    assert not cs.is_gpu_node(node("d", capacity={"nvidia.com/gpu": "0"}))
-    assert not cs.is_gpu_node(node("e", labels={"nvidia.com/gpu.present": "false"}))
+    assert kube.is_gpu_node(node("a", labels={"nvidia.com/gpu.present": "true"}))
+    assert kube.is_gpu_node(node("b", capacity={"nvidia.com/gpu": "8"}))
+    # the lab's DRA node is a GPU node the real way (GPU Feature Discovery's label); the lab's own label is not
+    assert kube.is_gpu_node(node("c", labels={"kubelab.gpufleet.io/gpu-backend": "dra", "nvidia.com/gpu.present": "true"}))
+    assert not kube.is_gpu_node(node("c", labels={"kubelab.gpufleet.io/gpu-backend": "dra"}))
+    assert not kube.is_gpu_node(node("d", capacity={"nvidia.com/gpu": "0"}))
+    assert not kube.is_gpu_node(node("e", labels={"nvidia.com/gpu.present": "false"}))
 
 
 def test_strip_managed_fields_copies():

@@ -17,7 +17,7 @@ import pytest
 
 import processes
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import command_runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import command_runner
 
 
 def test_ordinary_command_returns_rc_and_streams():

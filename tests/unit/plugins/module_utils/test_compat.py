@@ -12,13 +12,13 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.evaluate import (
     CompatError,
     evaluate,
     should_fail,
     summarize,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import MatrixError, load_matrix
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.matrix import MatrixError, load_matrix
 
 MATRIX_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir, os.pardir,
                           "data", "matrix")
@@ -651,7 +651,7 @@ def test_should_fail_rejects_unknown_level():
 
 
 def test_should_fail_is_the_gate_rule():
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import gate
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import verdict as gate
     for verdict in ("pass", "warn", "block"):
         for fail_on in ("block", "warn", "never"):
             assert should_fail(verdict, fail_on) is gate.decide(verdict, fail_on)["failed"]

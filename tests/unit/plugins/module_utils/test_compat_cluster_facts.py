@@ -13,13 +13,13 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import CompatError, evaluate, summarize
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_cluster_facts import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.evaluate import CompatError, evaluate, summarize
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.cluster_facts import (
     api_served,
     is_facts_form,
     normalize_cluster,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import load_matrix
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.matrix import load_matrix
 
 MATRIX_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir, os.pardir,
                           "data", "matrix")
@@ -501,7 +501,7 @@ def test_ten_thousand_cluster_nodes(matrix):
 # ---- coverage: the play's hosts, the cluster's GPU nodes ---------------------------------------
 
 def test_gpu_nodes_of_the_cluster():
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_cluster_facts import gpu_node_names
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.cluster_facts import gpu_node_names
     cluster = facts(**{"nodes": {
         "cp-1": k8s_node(backend="none", gpus=0),
         "gpu-01": k8s_node(), "dra-01": k8s_node(backend="dra"),

@@ -14,8 +14,8 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import compat_matrix
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import matrix as compat_matrix
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.matrix import (
     MatrixError,
     build_matrix_set,
     load_matrix,
@@ -359,8 +359,8 @@ def test_role_defaults_equal_the_data_default(bundled):
 
 
 def test_rule_kind_table():
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils import compat_rules
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_rule_kind import RuleKind
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import rules as compat_rules
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.rule_kind import RuleKind
     assert compat_matrix.RULES is compat_rules.RULE_KINDS
     assert len(compat_rules.ORDERED_KINDS) == len(compat_rules.RULE_KINDS)
     for name, kind in compat_rules.RULE_KINDS.items():

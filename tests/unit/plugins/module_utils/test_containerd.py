@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import containerd as ctd
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.containerd import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import containerd as ctd
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.containerd import (
     CONTAINERD_VERSION_ARGV,
     analyse_config,
     load_toml,

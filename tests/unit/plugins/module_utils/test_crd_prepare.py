@@ -18,8 +18,8 @@ import textwrap
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import crd_prepare as cp
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError, K8sReader, RetryPolicy
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import crd_prepare as cp
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import K8sApiError, K8sReader, RetryPolicy
 
 
 def crd_yaml(plural, group, kind, description="v1", extra=""):

@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/dra_canary.py (ownership/isolation, CDI discovery against ResourceSlices, desired objects) with
+"""module_utils/phases/dra_canary.py (ownership/isolation, CDI discovery against ResourceSlices, desired objects) with
 facts gathered from the constructed node trees and slices as the lab's DRA kubelet plugin publishes them, and
-the judge evidence.dra_canary_findings."""
+the judge dra_canary_judge.dra_canary_findings."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,8 +14,10 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import dra_canary as dc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import dra_canary as dc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import records as evidence
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import dra_canary as dra_canary_judge
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import registry
 from kubelab import gpunodes, nodetrees
 from kubelab.controllers import dra
 
@@ -50,6 +52,9 @@ def test_isolation_group_and_cluster():
         "dra_canary.isolation_label_outside"]
     assert [f["id"] for f in dc.ownership_findings([], nodes, ["c-1"], "cluster")] == ["dra_canary.gpu_node_outside"]
     assert [f["id"] for f in dc.ownership_findings([], nodes, ["c-9"], "cluster")][0] == "dra_canary.node_missing"
+    # the one GPU-node rule (cluster/objects.py): a Device Plugin node without GPU Feature Discovery's label counts too
+    plain = [node("c-1", LABELS, [CANARY_TAINT]), node("y-1", allocatable={"nvidia.com/gpu": "8"}), node("cpu-1")]
+    assert [f["subject"] for f in dc.ownership_findings([], plain, ["c-1"], "cluster")] == ["Node/y-1"]
 
 
 @pytest.mark.parametrize("bad", ["no-effect", "k=v:Sometimes", "=v:NoSchedule", 3])
@@ -138,16 +143,16 @@ def results(**extra):
 
 
 def test_judge_passes_a_complete_build_and_blocks_the_rest():
-    assert evidence.JUDGES["dra_canary"] is evidence.dra_canary_findings and "dra_canary" in evidence.PHASES
-    assert evidence.dra_canary_findings(results()) == []
-    ids = [f["id"] for f in evidence.dra_canary_findings(results(refused="ClusterPolicy cluster-policy exists",
+    assert registry.JUDGES["dra_canary"] is dra_canary_judge.dra_canary_findings and "dra_canary" in evidence.PHASES
+    assert dra_canary_judge.dra_canary_findings(results()) == []
+    ids = [f["id"] for f in dra_canary_judge.dra_canary_findings(results(refused="ClusterPolicy cluster-policy exists",
                                                                  completed=False))]
     assert ids == ["dra_canary.refused"]
-    ids = [f["id"] for f in evidence.dra_canary_findings(results(gpu_cluster={"ready": False, "state": "notReady"},
+    ids = [f["id"] for f in dra_canary_judge.dra_canary_findings(results(gpu_cluster={"ready": False, "state": "notReady"},
                                                                  device_class={"requested": True, "action": None},
                                                                  completed=False, failure="the GPUCluster failed"))]
     assert ids == ["dra_canary.gpu_cluster_not_ready", "dra_canary.device_class_missing", "dra_canary.incomplete"]
-    assert [f["id"] for f in evidence.dra_canary_findings(results(), check_mode=True)] == ["dra_canary.check_mode"]
+    assert [f["id"] for f in dra_canary_judge.dra_canary_findings(results(), check_mode=True)] == ["dra_canary.check_mode"]
 
 
 def test_judge_rechecks_claims_in_flight_together():
@@ -155,6 +160,6 @@ def test_judge_rechecks_claims_in_flight_together():
              "released_at": "2026-12-02T06:00:05.000Z"},
             {"name": "v", "kind": "vfio", "node": "v-1", "submitted_at": "2026-12-02T06:00:04.000Z",
              "released_at": "2026-12-02T06:00:09.000Z"}]
-    assert [f["id"] for f in evidence.dra_canary_findings(results(workloads=work))] == ["dra_canary.claims_in_flight_together"]
+    assert [f["id"] for f in dra_canary_judge.dra_canary_findings(results(workloads=work))] == ["dra_canary.claims_in_flight_together"]
     work[1]["submitted_at"] = "2026-12-02T06:00:05.000Z"
-    assert evidence.dra_canary_findings(results(workloads=work)) == []
+    assert dra_canary_judge.dra_canary_findings(results(workloads=work)) == []

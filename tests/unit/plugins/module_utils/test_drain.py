@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/drain.py on recorded lab objects (tests/fixtures/drain/lab-drain.json, made by record_lab.py):
+"""module_utils/phases/drain.py on recorded lab objects (tests/fixtures/drain/lab-drain.json, made by record_lab.py):
 the drain's pod classes, the 429's PDB message, the claims held on a DRA node, the node snapshot and its
 health gaps, the reschedule count and the options' errors."""
 
@@ -15,8 +15,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import drain as dr
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import objects as kube
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import drain as dr
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import K8sApiError
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "drain", "lab-drain.json")
 
@@ -53,7 +54,7 @@ def test_classify_as_kubectl_drain(rec):
 
 def test_finished_pods_are_deleted_even_from_a_daemonset(rec):
     pods = copy.deepcopy(rec["pods_gpu_1"])
-    agent = next(p for p in pods if (dr.controller_of(p) or {}).get("kind") == "DaemonSet")
+    agent = next(p for p in pods if (kube.controller_of(p) or {}).get("kind") == "DaemonSet")
     agent["status"]["phase"] = "Succeeded"
     evict, _skipped, _blocked = dr.classify(pods, plan())
     assert [e["finished"] for e in evict if e["uid"] == agent["metadata"]["uid"]] == [True]
@@ -102,14 +103,14 @@ def test_reschedules_from_the_recorded_drain(rec):
     attempts, failed, not_counted = dr.reschedules(evictions, rec["pods_after"])
     assert (attempts, failed, not_counted) == (1, [], [])
     # the replacement is not there: a failed reschedule naming why
-    gone = [p for p in rec["pods_after"] if (dr.controller_of(p) or {}).get("uid") != evictions[0]["owner"]["uid"]]
+    gone = [p for p in rec["pods_after"] if (kube.controller_of(p) or {}).get("uid") != evictions[0]["owner"]["uid"]]
     attempts, failed = dr.reschedules(evictions, gone)[:2]
     assert attempts == 1 and failed[0]["name"] == evictions[0]["name"]
     assert failed[0]["reason"] == "no replacement pod was created by ReplicaSet %s" % evictions[0]["owner"]["name"]
     # a replacement the scheduler could not place: its own words
     pending = copy.deepcopy(rec["pods_after"])
     for pod in pending:
-        if (dr.controller_of(pod) or {}).get("uid") == evictions[0]["owner"]["uid"]:
+        if (kube.controller_of(pod) or {}).get("uid") == evictions[0]["owner"]["uid"]:
             pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                                                  "message": "0/7 nodes are available"}]}
     failed = dr.reschedules(evictions, pending)[1]

@@ -17,7 +17,7 @@ import pytest
 
 import processes
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import etcd_cli
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import etcd_cli
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                         "fixtures", "etcd")

@@ -9,8 +9,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import gate
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gate import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import verdict as gate
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges.verdict import (
     FAIL_ON,
     VERDICTS,
     GateError,

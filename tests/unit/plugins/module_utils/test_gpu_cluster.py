@@ -17,10 +17,11 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import gpu_cluster as gc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import k8s_client
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_cluster_gather import SECTIONS, gather
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError, K8sReader
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import objects as kube
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import gpu_cluster as gc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import client as k8s_client
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.gpu_cluster_gather import SECTIONS, gather
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import K8sApiError, K8sReader
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "cluster", "lab-gpu-cluster.json")
 
@@ -54,13 +55,13 @@ def test_api_server_and_groups():
 
 @pytest.mark.parametrize("value, number", [("8", 8), ("0", 0), (4, 4), ("2k", 2000)])
 def test_quantity_int(value, number):
-    assert gc.quantity_int(value) == number
+    assert kube.quantity_int(value) == number
 
 
 @pytest.mark.parametrize("value", ["1.5", "100m", "abc", "-1"])
 def test_quantity_int_refuses(value):
     with pytest.raises(ValueError):
-        gc.quantity_int(value)
+        kube.quantity_int(value)
 
 
 # -- nodes and DRA devices -----------------------------------------------------------------------

@@ -12,9 +12,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import gather
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_bundle import extract_bundle, write_bundle
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.config import gather
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.bundle import extract_bundle, write_bundle
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import (
     LiveCommands,
     NoCommands,
     NodeTree,

@@ -16,13 +16,13 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_cli
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import helm_cli
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_cli import (
     HelmCli,
     HelmCommandError,
     HelmOutputError,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_library import HelmLibrary
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_library import HelmLibrary
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                         "fixtures", "helm")

@@ -17,9 +17,9 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_cli
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import CommandTimedOut, Runner
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import helm_cli
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.command_runner import CommandTimedOut, Runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_cli import (
     HelmCli,
     HelmCommandError,
     HelmForbidden,
@@ -27,7 +27,7 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import 
     HelmRetriesExhausted,
     RetryingHelm,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import RetryPolicy
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import RetryPolicy
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 COLLECTIONS = os.path.join(REPO, ".cache", "collections")

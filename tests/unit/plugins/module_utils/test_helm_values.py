@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_values
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_values import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import helm_values
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases.helm_values import (
     ValuesError,
     merge_maps,
     merge_values,

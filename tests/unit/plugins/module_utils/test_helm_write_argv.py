@@ -21,9 +21,10 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import helm_cli, helm_library
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import Runner
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import helm_cli
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import helm_library
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.command_runner import Runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_cli import (
     HelmBackend,
     HelmCli,
     HelmCommandError,
@@ -32,8 +33,8 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_cli import 
     HelmWriteForbidden,
     RetryingHelm,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.helm_library import HelmLibrary, HelmLibraryCallError
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import RetryPolicy
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.helm_library import HelmLibrary, HelmLibraryCallError
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import RetryPolicy
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                         "fixtures", "helm")

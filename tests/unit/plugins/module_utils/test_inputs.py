@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/inputs.py and the input_check module (issue 28): one rule per condition, only the failed ones
+"""module_utils/inputs/rules.py and the input_check module (issue 28): one rule per condition, only the failed ones
 reported, each with the setting, the role variable, what was given and what is expected; the shared tests; the
 test helper that holds a role's rules to its argument spec; the module's registry, title and field names."""
 
@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs as i
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import rules as i
 from ansible_collections.gpufleet.dra_gate.plugins.modules import input_check
 
 RULES = [
@@ -111,10 +111,11 @@ def test_spec_gaps_finds_what_the_argument_spec_refuses_and_the_rules_do_not():
 
 def test_every_rules_module_is_registered_and_documented():
     directory = os.path.join(os.path.dirname(i.__file__))
-    roles = sorted(name[len("inputs_"):-3] for name in os.listdir(directory) if name.startswith("inputs_") and name.endswith(".py"))
+    roles = sorted(name[:-3] for name in os.listdir(directory) if name.endswith(".py") and name not in ("__init__.py", "rules.py"))
+    assert len(roles) >= 11, roles
     assert sorted(input_check.RULES) == roles
     for role in roles:
-        module = importlib.import_module("ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs_" + role)
+        module = importlib.import_module("ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs." + role)
         assert input_check.RULES[role] is module.RULES
         assert all(isinstance(rule, i.Rule) and (rule.setting is None or rule.setting.startswith("dra_gate_")) for rule in module.RULES)
     import yaml  # pylint: disable=import-outside-toplevel

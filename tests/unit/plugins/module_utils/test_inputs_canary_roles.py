@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/inputs_{dra_canary,dra_acceptance,containerd_cdi}.py: one rule per condition of each role's inputs;
+"""module_utils/inputs/{dra_canary,dra_acceptance,containerd_cdi}.py: one rule per condition of each role's inputs;
 the documented defaults (plus the settings a run must give) pass, each mistake names only its setting, and whatever
 the role's argument spec would refuse the rules refuse first (the spec is validated per host, after the check)."""
 
@@ -19,8 +19,10 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import rules as inputs
 from ansible_collections.gpufleet.dra_gate.plugins.modules import input_check
+
+from setting_names import role_variable
 
 ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles")
 NAMES = ("dra_canary", "dra_acceptance", "containerd_cdi")
@@ -34,7 +36,7 @@ GIVEN = {
 
 
 def rules(role):
-    return importlib.import_module("ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs_" + role).RULES
+    return importlib.import_module("ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs." + role).RULES
 
 
 def spec(role):
@@ -75,32 +77,32 @@ def test_the_defaults_pass(role):
     ("dra_canary", "dra_canary_run_id", "", "it is empty"),
     ("dra_canary", "dra_canary_kubeconfig", "", "it is empty"),
     ("dra_canary", "dra_canary_operator_charts", {}, "it is empty"),
-    ("dra_canary", "dra_canary_canary_isolation", "pool", "it is not one of cluster|group"),
-    ("dra_canary", "dra_canary_canary_taints", ["gpufleet.io/dra-canary"], "'gpufleet.io/dra-canary' in it is not key[=value]:Effect"),
-    ("dra_canary", "dra_canary_canary_feature_gates", {"PassthroughSupport": "yes"}, "the gate PassthroughSupport is not true or false"),
-    ("dra_canary", "dra_canary_canary_smoke", "false", "it is not true or false (a YAML boolean"),
+    ("dra_canary", "dra_canary_isolation", "pool", "it is not one of cluster|group"),
+    ("dra_canary", "dra_canary_taints", ["gpufleet.io/dra-canary"], "'gpufleet.io/dra-canary' in it is not key[=value]:Effect"),
+    ("dra_canary", "dra_canary_feature_gates", {"PassthroughSupport": "yes"}, "the gate PassthroughSupport is not true or false"),
+    ("dra_canary", "dra_canary_smoke", "false", "it is not true or false (a YAML boolean"),
     ("dra_canary", "dra_canary_helm_timeout", 0, "it is not above 0"),
-    ("dra_canary", "dra_canary_canary_passthrough_guard", "race", "it is not one of serialize|refuse"),
-    ("dra_acceptance", "dra_acceptance_acceptance_namespace", "DRA_Acceptance", "it is not a DNS label"),
-    ("dra_acceptance", "dra_acceptance_acceptance_kinds", ["template", "vfio"], "'vfio' in it is not one of"),
-    ("dra_acceptance", "dra_acceptance_acceptance_kinds", [], "it is empty"),
-    ("dra_acceptance", "dra_acceptance_acceptance_count", "many", "it is not a whole number"),
+    ("dra_canary", "dra_canary_passthrough_guard", "race", "it is not one of serialize|refuse"),
+    ("dra_acceptance", "dra_acceptance_namespace", "DRA_Acceptance", "it is not a DNS label"),
+    ("dra_acceptance", "dra_acceptance_kinds", ["template", "vfio"], "'vfio' in it is not one of"),
+    ("dra_acceptance", "dra_acceptance_kinds", [], "it is empty"),
+    ("dra_acceptance", "dra_acceptance_count", "many", "it is not a whole number"),
     ("dra_acceptance", "dra_acceptance_canary_taints", "a=b:NoSchedule", "it is not a list"),
-    ("dra_acceptance", "dra_acceptance_acceptance_timeout", 0, "it is not above 0"),
+    ("dra_acceptance", "dra_acceptance_timeout", 0, "it is not above 0"),
     ("dra_acceptance", "dra_acceptance_prometheus_url", "prometheus:9090", "it is not an http(s) URL"),
-    ("dra_acceptance", "dra_acceptance_acceptance_disruptions", ["device_taint"], "an item of it is not a mapping"),
-    ("containerd_cdi", "containerd_cdi_cdi_spec_dirs", ["/etc/cdi", "var/run/cdi"], "'var/run/cdi' in it is not an absolute path"),
-    ("containerd_cdi", "containerd_cdi_cdi_spec_dirs", [], "it is empty"),
-    ("containerd_cdi", "containerd_cdi_containerd_config", "config.toml", "it is a relative path"),
-    ("containerd_cdi", "containerd_cdi_containerd_restart_command", "systemctl restart containerd", "it is not a list"),
-    ("containerd_cdi", "containerd_cdi_containerd_restart_timeout", "0", "it is not above 0"),
+    ("dra_acceptance", "dra_acceptance_disruptions", ["device_taint"], "an item of it is not a mapping"),
+    ("containerd_cdi", "containerd_cdi_spec_dirs", ["/etc/cdi", "var/run/cdi"], "'var/run/cdi' in it is not an absolute path"),
+    ("containerd_cdi", "containerd_cdi_spec_dirs", [], "it is empty"),
+    ("containerd_cdi", "containerd_cdi_config", "config.toml", "it is a relative path"),
+    ("containerd_cdi", "containerd_cdi_restart_command", "systemctl restart containerd", "it is not a list"),
+    ("containerd_cdi", "containerd_cdi_restart_timeout", "0", "it is not above 0"),
     ("containerd_cdi", "containerd_cdi_run_dir", "relative", "it is a relative path"),
 ])
 def test_each_mistake_names_only_its_setting(role, field, value, reason):
     result = inputs.failures(rules(role), good(role, **{field: value}))
     assert [f["field"] for f in result] == [field], result
     assert result[0]["reason"].startswith(reason), result[0]
-    assert result[0]["setting"] == "dra_gate_" + field[len(role) + 1:]
+    assert role_variable(role, result[0]["setting"]) == field, result[0]
 
 
 def test_the_canary_pool_is_checked_alike_by_the_build_and_the_acceptance_tests():

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/inputs_preflight.py: one rule per condition of the preflight's inputs; the defaults pass, each
+"""module_utils/inputs/preflight.py: one rule per condition of the preflight's inputs; the defaults pass, each
 mistake names only its setting, whatever the role's argument spec would refuse the rules refuse first; and the one
 version rule: a target operator version is a full release (v26.7.0 = 26.7.0) - 26.7 is refused by the preflight,
 by compat_check and by the upgrade alike (issue 28)."""
@@ -17,11 +17,13 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_operator_upgrade
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_preflight as ipf
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_options import CompatError, normalize_target
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import rules as inputs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import operator_upgrade as inputs_operator_upgrade
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import preflight as ipf
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.options import CompatError, normalize_target
 from ansible_collections.gpufleet.dra_gate.plugins.modules import input_check
+
+from setting_names import role_variable
 
 ROLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles", "preflight")
 
@@ -85,8 +87,8 @@ def test_each_mistake_names_only_its_setting(field, value, reason):
     result = failed(good(**{field: value}))
     assert [f["field"] for f in result] == [field], result
     assert result[0]["reason"].startswith(reason), result[0]
-    setting = "dra_gate_" + field[len("preflight_"):]
-    assert result[0]["setting"] == setting
+    setting = result[0]["setting"]
+    assert role_variable("preflight", setting) == field, setting
     assert setting in inputs.message("preflight", result) and field in inputs.message("preflight", result)
 
 

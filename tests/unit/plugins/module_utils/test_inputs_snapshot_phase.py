@@ -17,11 +17,13 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_artifacts_verified
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_etcd_snapshot
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_phase
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import inputs_snapshot
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import rules as inputs
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import artifacts_verified as inputs_artifacts_verified
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import etcd_snapshot as inputs_etcd_snapshot
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import phase as inputs_phase
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.inputs import snapshot as inputs_snapshot
+
+from setting_names import role_variable
 
 ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles")
 GROUPS = {"all": ["gpu-1", "etcd-1"], "ungrouped": [], "gpu_nodes": ["gpu-1"], "etcd": ["etcd-1"], "empty": []}
@@ -35,11 +37,11 @@ GOOD = {
         "snapshot_manifests_dir": "/etc/kubernetes/manifests", "snapshot_kubelet_config": "/var/lib/kubelet/config.yaml",
         "snapshot_skip_captures": [], "snapshot_etcdutl": "", "snapshot_etcdctl": "", "snapshot_capture_timeout": 900},
     "etcd_snapshot": {
-        "etcd_snapshot_etcd_group": "etcd", "etcd_snapshot_etcd_endpoint": "https://127.0.0.1:2379", "etcd_snapshot_etcd_cacert": "",
-        "etcd_snapshot_etcd_cert": "", "etcd_snapshot_etcd_key": "", "etcd_snapshot_etcd_snapshot_dir": "/var/backups/etcd",
-        "etcd_snapshot_etcd_snapshot_prefix": "etcd-snapshot", "etcd_snapshot_etcd_snapshot_retention": 5,
-        "etcd_snapshot_etcd_snapshot_max_age": "1h", "etcd_snapshot_etcdctl": "", "etcd_snapshot_etcdutl": "",
-        "etcd_snapshot_etcd_timeout": 10, "etcd_snapshot_etcd_save_timeout": 600, "etcd_snapshot_etcd_max_raft_lag": 1000,
+        "etcd_snapshot_group": "etcd", "etcd_snapshot_endpoint": "https://127.0.0.1:2379", "etcd_snapshot_cacert": "",
+        "etcd_snapshot_cert": "", "etcd_snapshot_key": "", "etcd_snapshot_dir": "/var/backups/etcd",
+        "etcd_snapshot_prefix": "etcd-snapshot", "etcd_snapshot_retention": 5,
+        "etcd_snapshot_max_age": "1h", "etcd_snapshot_etcdctl": "", "etcd_snapshot_etcdutl": "",
+        "etcd_snapshot_timeout": 10, "etcd_snapshot_save_timeout": 600, "etcd_snapshot_max_raft_lag": 1000,
         "__context__": {"groups": GROUPS}},
     "artifacts_verified": {
         "artifacts_verified_evidence_root": "/var/lib/dra-gate/evidence", "artifacts_verified_run_id": "prod-2612",
@@ -108,17 +110,17 @@ def test_the_role_checks_every_ruled_variable_once_on_the_controller(role):
     ("snapshot", "snapshot_skip_captures", ["etcd", "crds"], "'crds' in it is not one of etcd|helm|cluster_state|node_files"),
     ("snapshot", "snapshot_skip_captures", "etcd", "it is not a list"),
     ("snapshot", "snapshot_capture_timeout", 0, "it is not above 0"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_group", "etcd_members", "it is not a group of the inventory (its groups: empty, etcd, gpu_nodes)"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_group", "empty", "the group has no hosts"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_endpoint", "https://a:2379,https://b:2379", "it is not one http(s) URL"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_endpoint", "127.0.0.1:2379", "it is not one http(s) URL"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_snapshot_dir", "backups", "it is a relative path"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_snapshot_prefix", "../x", "it is not a plain file name prefix"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_snapshot_retention", -1, "it is not a whole number"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_snapshot_max_age", "1 hour", "it is not seconds or N[smhd]"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_timeout", 0, "it is not above 0"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_save_timeout", "600s", "it is not a whole number"),
-    ("etcd_snapshot", "etcd_snapshot_etcd_max_raft_lag", "many", "it is not a whole number"),
+    ("etcd_snapshot", "etcd_snapshot_group", "etcd_members", "it is not a group of the inventory (its groups: empty, etcd, gpu_nodes)"),
+    ("etcd_snapshot", "etcd_snapshot_group", "empty", "the group has no hosts"),
+    ("etcd_snapshot", "etcd_snapshot_endpoint", "https://a:2379,https://b:2379", "it is not one http(s) URL"),
+    ("etcd_snapshot", "etcd_snapshot_endpoint", "127.0.0.1:2379", "it is not one http(s) URL"),
+    ("etcd_snapshot", "etcd_snapshot_dir", "backups", "it is a relative path"),
+    ("etcd_snapshot", "etcd_snapshot_prefix", "../x", "it is not a plain file name prefix"),
+    ("etcd_snapshot", "etcd_snapshot_retention", -1, "it is not a whole number"),
+    ("etcd_snapshot", "etcd_snapshot_max_age", "1 hour", "it is not seconds or N[smhd]"),
+    ("etcd_snapshot", "etcd_snapshot_timeout", 0, "it is not above 0"),
+    ("etcd_snapshot", "etcd_snapshot_save_timeout", "600s", "it is not a whole number"),
+    ("etcd_snapshot", "etcd_snapshot_max_raft_lag", "many", "it is not a whole number"),
     ("artifacts_verified", "artifacts_verified_evidence_root", "evidence", "it is a relative path"),
     ("artifacts_verified", "artifacts_verified_run_id", "", "it is empty"),
     ("phase", "phase_evidence_root", "./evidence", "it is a relative path"),
@@ -130,13 +132,13 @@ def test_each_mistake_names_only_its_setting(role, field, value, reason):
     result = failed(role, good(role, **{field: value}))
     assert [f["field"] for f in result] == [field], result
     assert result[0]["reason"].startswith(reason), result[0]
-    assert result[0]["setting"] == "dra_gate_" + field[len(role) + 1:]
+    assert role_variable(role, result[0]["setting"]) == field, result[0]
 
 
 def test_the_etcd_snapshot_accepts_what_the_module_takes():
-    assert failed("etcd_snapshot", good("etcd_snapshot", etcd_snapshot_etcd_snapshot_max_age=3600,
-                                        etcd_snapshot_etcd_snapshot_retention="0", etcd_snapshot_etcd_endpoint="http://10.0.0.5:2379",
-                                        etcd_snapshot_etcd_timeout="5")) == []
+    assert failed("etcd_snapshot", good("etcd_snapshot", etcd_snapshot_max_age=3600,
+                                        etcd_snapshot_retention="0", etcd_snapshot_endpoint="http://10.0.0.5:2379",
+                                        etcd_snapshot_timeout="5")) == []
 
 
 def test_a_phase_that_does_not_need_a_run_id_takes_an_empty_one():

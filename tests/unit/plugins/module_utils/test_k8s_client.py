@@ -15,8 +15,8 @@ import socket
 import pytest
 from urllib3 import exceptions as u3
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import k8s_client
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster import client as k8s_client
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import (
     CONNECT,
     RESET,
     TIMEOUT,

@@ -15,9 +15,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import gpu_node
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import complete, gather
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree, RecordedCommands
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import gpu_node
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.config import complete, gather
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import NodeTree, RecordedCommands
 
 import node_trees
 
@@ -195,7 +195,7 @@ def test_registry_credentials_never_reach_the_facts(tmp_path):
 
 
 def test_redaction_of_parsed_config():
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import redact_registry_credentials
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.config import redact_registry_credentials
     config = {"plugins": {"cri": {"registry": {"configs": {"r": {"auth": {"password": "p", "auth": "a", "tls": {"insecure_skip_verify": True}}}}},
                                   "enable_cdi": True}}}
     red = redact_registry_credentials(config)

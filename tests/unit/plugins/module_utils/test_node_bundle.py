@@ -13,11 +13,11 @@ import tarfile
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import node_bundle
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_bundle import BundleError, extract_bundle, write_bundle
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import gather
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree, RecordedCommands
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.private_files import ArtifactExists
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import bundle as node_bundle
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.bundle import BundleError, extract_bundle, write_bundle
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.config import gather
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import NodeTree, RecordedCommands
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.private_files import ArtifactExists
 
 import node_trees
 

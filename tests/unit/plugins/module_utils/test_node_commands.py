@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.command_runner import Runner
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import gather
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import LiveCommands, NodeTree, RecordedCommands
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers.command_runner import Runner
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.config import gather
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import LiveCommands, NodeTree, RecordedCommands
 from ansible_collections.gpufleet.dra_gate.plugins.modules import gpu_node_facts
 
 import node_trees

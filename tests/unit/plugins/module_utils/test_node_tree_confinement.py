@@ -20,10 +20,10 @@ import threading
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import gpu_node
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import node_tree
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import complete
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import gpu_node
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import tree as node_tree
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.config import complete
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import (
     MAX_SYMLINKS,
     NodeTree,
     PathError,

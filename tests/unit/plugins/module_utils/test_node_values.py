@@ -25,15 +25,18 @@ import pytest
 from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.gpufleet.dra_gate.plugins.action.gpu_node_facts import ActionModule as FactsAction
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import cdi, gpu_node, node_values, nvidia_smi
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.containerd import analyse_config
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_config import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import cdi
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import gpu_node
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node import values as node_values
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import nvidia_smi
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.containerd import analyse_config
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.config import (
     MAX_CONFIG_DEPTH,
     complete,
     gather,
     redact_registry_credentials,
 )
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree, RecordedCommands
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import NodeTree, RecordedCommands
 from ansible_collections.gpufleet.dra_gate.plugins.modules import gpu_node_facts
 
 import node_trees

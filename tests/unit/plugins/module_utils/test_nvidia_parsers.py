@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import nvidia_smi
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.nvidia_driver import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.wrappers import nvidia_smi
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.nvidia_driver import (
     DriverVersionError,
     normalize_bdf,
     parse_driver_version_file,

@@ -16,9 +16,9 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import operator_charts as oc
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat import evaluate
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat_matrix import load_matrix, select_release
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import operator_charts as oc
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.evaluate import evaluate
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.compat.matrix import load_matrix, select_release
 
 MATRIX_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir, os.pardir,
                           "data", "matrix")

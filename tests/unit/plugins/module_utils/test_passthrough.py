@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/passthrough.py: the VFIO passthrough decision (facts from the constructed node trees) and
+"""module_utils/phases/passthrough.py: the VFIO passthrough decision (facts from the constructed node trees) and
 the guard that keeps container and VFIO claims on one physical GPU from being in flight together."""
 
 from __future__ import absolute_import, division, print_function
@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import passthrough as pt
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import passthrough as pt
 from kubelab import gpunodes, nodetrees
 
 
@@ -122,3 +122,13 @@ def test_overlaps_finds_claims_in_flight_together():
                {"name": "x", "kind": "container", "node": "c-1", "submitted_at": "2026-12-02T06:00:04.000Z",
                 "released_at": "2026-12-02T06:00:09.000Z"}]
     assert pt.overlaps(records) == [("c", "v")]
+    # compared as times: a whole-second release after a fractional submission still overlaps
+    mixed = [{"name": "c", "kind": "container", "node": "v-1", "submitted_at": "2026-12-02T06:00:00Z",
+              "released_at": "2026-12-02T06:00:05Z"},
+             {"name": "v", "kind": "vfio", "node": "v-1", "submitted_at": "2026-12-02T06:00:04.999999Z",
+              "released_at": "2026-12-02T06:00:09Z"}]
+    assert pt.overlaps(mixed) == [("c", "v")]
+    # ... and a submission a microsecond after a whole-second release does not ("...:05.000001Z" < "...:05Z" as text)
+    after = [mixed[0], dict(mixed[1], submitted_at="2026-12-02T06:00:05.000001Z")]
+    assert pt.overlaps(after) == []
+    assert pt.overlaps([dict(mixed[0], released_at="not a time"), mixed[1], "junk"]) == []

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import private_files
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import private_files
 
 
 def mode(path):
@@ -113,3 +113,47 @@ def test_make_new_dir_takes_the_next_free_name(tmp_path):
     third = private_files.make_new_dir(str(parent), "rel-rev3")
     assert [os.path.basename(p) for p in (first, second, third)] == ["rel-rev3", "rel-rev3-2", "rel-rev3-4"]
     assert mode(parent) == 0o700 and all(mode(p) == 0o700 for p in (first, second, third))
+
+
+def test_write_private_files_checks_every_file_before_writing(tmp_path):
+    directory = str(tmp_path / "evidence" / "run")
+    files = {"b.json": "{}\n", "a.txt": b"bytes\n"}
+    paths = private_files.write_private_files(directory, files)
+    assert [os.path.basename(p) for p in paths] == ["a.txt", "b.json"]
+    assert all(os.stat(p).st_mode & 0o777 == 0o600 for p in paths) and os.stat(directory).st_mode & 0o777 == 0o700
+    assert private_files.write_private_files(directory, files) == paths  # the same content again: kept
+    with pytest.raises(private_files.ArtifactExists, match="b.json exists with other content"):
+        private_files.write_private_files(directory, {"0-new.txt": "x", "b.json": "{\"a\": 1}\n"})
+    assert not os.path.exists(os.path.join(directory, "0-new.txt"))  # nothing written: the check came first
+    os.symlink(str(tmp_path / "elsewhere"), os.path.join(directory, "c.txt"))
+    with pytest.raises(private_files.ArtifactExists, match="c.txt is a symlink"):
+        private_files.write_private_files(directory, {"c.txt": "x"})
+    assert not os.path.exists(str(tmp_path / "elsewhere"))
+
+
+def test_replace_keeping_mode(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text("old\n")
+    os.chmod(str(config), 0o644)
+    private_files.replace_keeping_mode(str(config), "new\n")
+    assert config.read_text() == "new\n" and os.stat(str(config)).st_mode & 0o7777 == 0o644
+    fresh = tmp_path / "conf.d" / "99-new.toml"
+    fresh.parent.mkdir()
+    private_files.replace_keeping_mode(str(fresh), b"x = 1\n")
+    assert fresh.read_bytes() == b"x = 1\n" and os.stat(str(fresh)).st_mode & 0o7777 == 0o600
+    private_files.replace_keeping_mode(str(tmp_path / "other.toml"), "y\n", new_mode=0o640)
+    assert os.stat(str(tmp_path / "other.toml")).st_mode & 0o7777 == 0o640
+    assert sorted(os.listdir(str(tmp_path))) == ["conf.d", "config.toml", "other.toml"]  # no temporary left
+
+
+def test_replace_keeping_mode_leaves_the_file_on_failure(tmp_path, monkeypatch):
+    config = tmp_path / "config.toml"
+    config.write_text("old\n")
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(private_files.os, "replace", refuse)
+    with pytest.raises(OSError):
+        private_files.replace_keeping_mode(str(config), "new\n")
+    assert config.read_text() == "old\n" and os.listdir(str(tmp_path)) == ["config.toml"]

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/rates.py: the one rounding rule of every rate (docs/evidence.md "Rates")."""
+"""module_utils/evidence/rates.py: the one rounding rule of every rate (docs/evidence.md "Rates")."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import rates
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import rates
 
 
 # numerator, denominator, failure percent (rounded up), success percent (rounded down)

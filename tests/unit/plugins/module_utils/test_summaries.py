@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The Markdown summaries of the upgrade, rollback and drain records (module_utils/summaries.py), on records the
+"""The Markdown summaries of the upgrade, rollback and drain records (module_utils/evidence/summaries.py), on records the
 lab contract tests wrote (tests/fixtures/evidence/, see its README) and on constructed edge cases; and
 gate_evidence writing them when the phase gives no summary of its own."""
 
@@ -15,7 +15,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence, summaries
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import records as evidence
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import summaries
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import rollback
 from ansible_collections.gpufleet.dra_gate.plugins.modules import gate_evidence
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
@@ -90,7 +92,7 @@ def test_rollback_not_needed_says_so_in_the_heading_and_the_lines():
     assert "- Already as captured (not written): crds 2, custom_resources 1, nodes 2." in text
     assert [(r[0], r[1]) for r in rows(text, "Findings")] == [("warn", "rollback.not_needed")]
     # the judge on the same results says the same
-    assert [f["id"] for f in evidence.rollback_findings(record["results"])] == ["rollback.not_needed"]
+    assert [f["id"] for f in rollback.rollback_findings(record["results"])] == ["rollback.not_needed"]
 
 
 def test_automatic_rollback_summary_names_the_trigger_and_reason_on_one_line():

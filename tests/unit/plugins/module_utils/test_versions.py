@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.versions import (
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common.versions import (
     compare_prefix,
     parse_version,
     release_key,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""module_utils/waves.py: what a wave size, a wave group and the drain play's hosts may be (0, "0%", negatives,
+"""module_utils/phases/waves.py: what a wave size, a wave group and the drain play's hosts may be (0, "0%", negatives,
 floats, "150%", unknown, empty, repeated or overlapping groups refused, each naming the entry and its index), and
 the wave plan, compared with Ansible's own PlaybookExecutor._get_serialized_batches."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from ansible.executor.playbook_executor import PlaybookExecutor
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import waves
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import waves
 
 GROUPS = {"all": ["gpu-%d" % n for n in range(1, 7)], "ungrouped": [], "gpu_nodes": ["gpu-%d" % n for n in range(1, 7)],
           "wave_1": ["gpu-1"], "wave_2": ["gpu-2", "gpu-3"], "wave_3": ["gpu-4", "gpu-5", "gpu-6"], "empty_pool": []}

@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import drain as dr
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.k8s_client import K8sApiError
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases import drain as dr
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.cluster.client import K8sApiError
 from ansible_collections.gpufleet.dra_gate.plugins.modules import drain_node, node_rollout
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "drain", "lab-drain.json")

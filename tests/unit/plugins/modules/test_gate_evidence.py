@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils import evidence
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import records as evidence
 from ansible_collections.gpufleet.dra_gate.plugins.modules import artifact_index, gate_evidence
 
 RECORD = {
@@ -294,7 +294,7 @@ def test_bad_input_names_the_field(run_module, tmp_path, extra, message):
 
 
 def test_preflight_summary_shows_the_cluster(run_module, tmp_path):
-    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence import render_preflight
+    from ansible_collections.gpufleet.dra_gate.plugins.module_utils.evidence.records import render_preflight
 
     cluster = {
         "schema_version": 1, "api_server": {"version": "1.37.0"}, "apis": {"resource_k8s_io_v1": True},

@@ -27,8 +27,8 @@ import pytest
 from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.gpufleet.dra_gate.plugins.action.gpu_node_facts import ActionModule as FactsAction
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.gpu_node import collect
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node_tree import NodeTree, RecordedCommands
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.gpu_node import collect
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.node.tree import NodeTree, RecordedCommands
 from ansible_collections.gpufleet.dra_gate.plugins.modules import gpu_node_facts
 
 import hostile_nodes

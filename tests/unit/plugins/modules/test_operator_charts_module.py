@@ -14,7 +14,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.operator_charts import directory_digest
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.phases.operator_charts import directory_digest
 from ansible_collections.gpufleet.dra_gate.plugins.modules import operator_charts
 
 COMPAT_PATH = [{"from": "26.3.1", "to": "26.6.x", "kind": "next_major"},

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from kubelab import discovery, validation
 from kubelab.api import Api
-from kubelab.controllers.dra import record_truth as dra_truth, truth_list
+from kubelab.controllers.dra import record_delivery as dra_delivered, record_truth as dra_truth, truth_list
 from kubelab.errors import ApiError, bad_request, method_not_allowed, unauthorized
 from kubelab.faults import FaultEngine
 from kubelab.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -518,6 +518,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._end_stream()
         self._start_stream()
         for obj in initial:
+            dra_delivered(lab, rtype.kind, obj, time.time_ns())
             self._chunk({"type": "ADDED", "object": obj})
         if send_initial:
             self._chunk({"type": "BOOKMARK", "object": {
@@ -546,6 +547,8 @@ class _Handler(BaseHTTPRequestHandler):
                     out = dict(obj)
                     if event_rtype.version != rtype.version:
                         out["apiVersion"] = rtype.api_version
+                    if event_type != "DELETED":
+                        dra_delivered(lab, event_rtype.kind, obj, time.time_ns())
                     self._chunk({"type": event_type, "object": out})
                 lab.store.stream_sent(seen, mark)
         finally:

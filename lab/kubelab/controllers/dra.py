@@ -102,6 +102,10 @@ def mark(lab, namespace: str, name: str, what: str, once: bool = True) -> None:
 
 TRUTH_TIMES = ("pod_created", "created", "allocated", "prepared", "running", "ready", "deallocated", "deleted",
                "pod_deleted")
+# What a watching client could first know, and when (record_delivery): the lab's watch streams send an event some
+# milliseconds after it was recorded (one interpreter runs the streams beside every controller), so a client's
+# time can be later than the commit by that much; ``delivered`` is the moment the first stream sent the evidence.
+DELIVERED_TIMES = ("created", "allocated", "ready")
 
 
 def rfc3339_ns(ns: int | None = None) -> str:
@@ -122,6 +126,7 @@ def truth(lab, key: tuple) -> dict:
                               "pod": key[-1] if len(key) == 3 else None, "pod_uid": None,
                               "kind": "extended" if len(key) == 3 else "claim"}
         entry.update({name: None for name in TRUTH_TIMES})
+        entry["delivered"] = {name: None for name in DELIVERED_TIMES}
         entry.update(devices=[], injected={"allocation_delay": 0.0, "prepare_delay": 0.0, "allocation_failure": False,
                                            "numa_violation": False, "leak": False})
     return entry
@@ -141,6 +146,47 @@ def truth_list(lab) -> list:
     """``lab.claim_truth`` as GET /kubelab/claims/truth serves it: sorted by namespace, claim (or pod)."""
     entries = list((getattr(lab, "claim_truth", None) or {}).values())
     return sorted(clone(entries), key=lambda e: (e["namespace"] or "", e["claim"] or "", e["pod"] or ""))
+
+
+def _deliver(entry: dict | None, what: str, at: str) -> None:
+    if entry is not None:
+        delivered = entry["delivered"]
+        if delivered[what] is None or at < delivered[what]:  # RFC 3339 with 9 digits: text order is time order
+            delivered[what] = at
+
+
+def record_delivery(lab, kind: str, obj: dict, at_ns: int) -> None:
+    """A watch stream sends an event of ``obj`` now (``at_ns``): stamp ``delivered`` by the evidence a client
+    takes from it, as the acceptance harness does (plugins/module_utils/phases/claim_lifecycle.py): any event of
+    a claim or a pod status naming it shows the claim exists; a claim with an allocation, or its pod bound to a
+    node (the scheduler writes the allocation before it binds), shows it allocated; the pod Ready, ready."""
+    table = getattr(lab, "claim_truth", None)
+    if not table or kind not in ("ResourceClaim", "Pod"):
+        return
+    at = rfc3339_ns(at_ns)
+    ns = meta(obj).get("namespace")
+    if kind == "ResourceClaim":
+        entry = table.get((ns, meta(obj).get("name")))
+        _deliver(entry, "created", at)
+        if status(obj).get("allocation"):
+            _deliver(entry, "allocated", at)
+        return
+    pod_status = status(obj)
+    named = [e.get("resourceClaimName") for e in pod_status.get("resourceClaimStatuses") or []]
+    named.append((pod_status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName"))
+    for name in named:
+        if name:
+            _deliver(table.get((ns, name)), "created", at)
+    keys = (getattr(lab, "claim_truth_pods", None) or {}).get(meta(obj).get("uid")) or ()
+    bound = bool((obj.get("spec") or {}).get("nodeName"))
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in pod_status.get("conditions") or [])
+    for key in keys:
+        entry = table.get(key)
+        if bound:
+            _deliver(entry, "created", at)
+            _deliver(entry, "allocated", at)
+        if ready:
+            _deliver(entry, "ready", at)
 
 
 def record_truth(lab, event_type: str, kind: str, obj: dict, at_ns: int | None = None) -> None:

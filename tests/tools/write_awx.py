@@ -66,6 +66,13 @@ FROM_CREDENTIAL = {var: ct["name"] for ct in CREDENTIAL_TYPES for var in ct["inj
 # "false" is no boolean in a role's conditions
 SURVEY_TYPES = {"str": "text", "path": "text", "int": "integer", "float": "float"}
 TEXT_MAX = 1024
+# AWX job slicing (docs/awx.md, "Sliced runs"): AWX gives each slice awx_job_id and awx_workflow_job_id (the phases'
+# defaults for the slice's and the sliced job's identity), never a survey question; the slice count is the job
+# template's job_slice_count, written beside it in extra_vars (1; raise both together) and only for the preflight,
+# the one phase that runs sliced - every other phase and the decision refuse a count above 1.
+SLICE_IDENTITY = ("dra_gate_job_slice", "dra_gate_job_slice_group")
+SLICE_COUNT = "dra_gate_job_slice_count"
+SLICEABLE = ("preflight",)
 
 
 def load(*parts):
@@ -138,7 +145,11 @@ def template(phase: str, settings: dict) -> dict:
     survey, extra, credentials = [], {}, set()
     for setting in mine:
         spec = settings[setting]
-        if setting in FROM_CREDENTIAL:
+        if setting in SLICE_IDENTITY or (setting == SLICE_COUNT and phase not in SLICEABLE):
+            continue
+        if setting == SLICE_COUNT:
+            extra[setting] = spec.get("default")
+        elif setting in FROM_CREDENTIAL:
             credentials.add(FROM_CREDENTIAL[setting])
         elif spec["type"] in SURVEY_TYPES:
             survey.append(question(setting, spec, setting in required))

@@ -139,6 +139,11 @@ def test_every_role_option_is_in_its_phase_template_with_its_type(objects, phase
     for setting, spec in write_awx.load("meta", "settings.yml")["settings"].items():
         if playbook in (spec.get("read_by") or []):
             checked += 1
+            if setting == write_awx.SLICE_COUNT and phase not in write_awx.SLICEABLE:
+                # the decision refuses a sliced job: its template never offers the count (job_slice_count stays 1)
+                assert setting not in survey and setting not in template["extra_vars"], (phase, setting)
+                assert template["job_slice_count"] == 1, phase
+                continue
             assert setting in survey or setting in template["extra_vars"] or setting in injected, (phase, setting)
     for role in roles:
         for setting, option in write_awx.role_options(role).items():
@@ -192,3 +197,17 @@ def test_the_workflow_is_the_gate_in_order_with_an_approval_before_production(ob
     assert all(len(ids) == 1 for ids in runs.values()), runs
     decided = {r["run_id"] for r in nodes["decide"]["extra_data"]["dra_gate_decision_runs"]}
     assert decided == set().union(*runs.values())
+
+
+def test_only_the_preflight_template_carries_the_slice_count_and_no_survey_asks_a_slice(objects):
+    """AWX job slicing (docs/awx.md, "Sliced runs"): the slice's and the sliced job's identities come from AWX
+    (awx_job_id, awx_workflow_job_id), never a survey; the count sits beside job_slice_count on the preflight's
+    template only, both 1 until the user raises both."""
+    for template in objects["controller_templates"]:
+        asked = {q["variable"] for q in template["survey_spec"]["spec"]}
+        assert not asked & {"dra_gate_job_slice", "dra_gate_job_slice_group", "dra_gate_job_slice_count"}, template["name"]
+        assert template["job_slice_count"] == 1
+        sliced = template["name"] == "dra_gate preflight"
+        assert ("dra_gate_job_slice_count" in template["extra_vars"]) is sliced, template["name"]
+        if sliced:
+            assert template["extra_vars"]["dra_gate_job_slice_count"] == template["job_slice_count"]

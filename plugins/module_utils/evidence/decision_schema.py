@@ -41,7 +41,7 @@ _GATE = {
 }
 _PHASE = {"type": "object", "required": ["status", "reason", "run_id", "phase", "attempt", "file", "sha256", "verdict",
                                          "finished_at"],
-          "properties": {"status": {"enum": ["present", "missing", "unverified", "skipped", "stale"]},
+          "properties": {"status": {"enum": ["present", "missing", "unverified", "skipped", "stale", "incomplete"]},
                          "reason": _STR_OR_NULL, "run_id": _STR_OR_NULL, "phase": {"type": "string"},
                          "attempt": _INT_OR_NULL, "file": _STR_OR_NULL, "sha256": _STR_OR_NULL,
                          "verdict": _STR_OR_NULL, "finished_at": _STR_OR_NULL}}

@@ -28,6 +28,26 @@ def _optional(values):
     return not _required(values)
 
 
+def _sliced(values):
+    """The job runs as one of several slices (AWX job slicing: ``dra_gate_job_slice_count`` above 1)."""
+    count = values.get("phase_job_slice_count")
+    return i.whole_number(count) is None and int(count) > 1
+
+
+def sliceable(value, values=None):
+    """A phase that runs once per gate over the whole inventory refuses a sliced job, whatever ``value`` says."""
+    if values is not None and not (i.is_bool_like(values.get("phase_sliceable")) and i.as_bool(values["phase_sliceable"])):
+        return ("it is above 1, and this phase runs once per gate over the whole inventory (only the preflight runs "
+                "sliced; docs/awx.md, \"Sliced runs\"): set job_slice_count 1 on its job template")
+    return None
+
+
+def slice_name(value, values=None):
+    if value in ("", None):
+        return "it is empty: a sliced job needs it (AWX gives awx_job_id and awx_workflow_job_id)"
+    return i.run_id(str(value))
+
+
 def required_run_id(value, values=None):
     if value == "":
         return "it is empty: this phase joins a gate run (the preflight's), so its run id must be given"
@@ -50,4 +70,14 @@ RULES = [
     i.Rule("phase_run_id_required", None, "true or false (the calling role's constant)", i.boolean),
     i.Rule("phase_fail_on", "dra_gate_fail_on", "block, warn or never", i.choice("block", "warn", "never")),
     i.Rule("phase_changes_cluster", None, "true or false (the calling role's constant)", i.boolean),
+    i.Rule("phase_sliceable", None, "true or false (the calling role's constant)", i.boolean),
+    i.Rule("phase_job_slice_count", "dra_gate_job_slice_count",
+           "the number of slices the job runs as (its job template's job_slice_count), 1 or more",
+           i.positive_whole_number),
+    i.Rule("phase_job_slice_count", "dra_gate_job_slice_count", "1 for this phase", sliceable, when=_sliced),
+    i.Rule("phase_job_slice", "dra_gate_job_slice",
+           "the slice's identity (letters, digits, ._-; default awx_job_id)", slice_name, when=_sliced),
+    i.Rule("phase_job_slice_group", "dra_gate_job_slice_group",
+           "the sliced job's identity, the same for every slice (letters, digits, ._-; default awx_workflow_job_id)",
+           slice_name, when=_sliced),
 ]

@@ -114,6 +114,59 @@ def _phase_key(entry, record):
     return phase
 
 
+_VERDICT_RANK = {"pass": 0, "warn": 1, "block": 2}
+
+
+def _slice_of(item):
+    found = (item.get("record") or {}).get("slice")
+    return found if isinstance(found, dict) else None
+
+
+def merge_slices(item, items):
+    """The newest record of a phase key in a run, ``item``, standing for the sliced job it belongs to (docs/awx.md,
+    "Sliced runs"): when its record carries ``slice`` (count, id, group), the newest record of every slice of the same
+    group among ``items`` (the run's records of that key) is kept in ``slices`` and the merged verdict is the worst of
+    theirs. ``slice_problem`` says why the slices do not make the whole job - fewer (a slice missing or failed before
+    its record) or more slices than the count, or a host in two slices - and makes the phase ``incomplete``: a sliced
+    phase never passes with fewer hosts. An unsliced record is returned as it is."""
+    mine = _slice_of(item)
+    if mine is None:
+        return item
+    group, count = mine.get("group"), mine.get("count")
+    per_slice = {}
+    for other in items:
+        theirs = _slice_of(other)
+        if theirs is None or theirs.get("group") != group:
+            continue
+        ident = str(theirs.get("id"))
+        if ident not in per_slice or (other["attempt"] or 0) >= (per_slice[ident]["attempt"] or 0):
+            per_slice[ident] = other
+    slices = sorted(per_slice.values(), key=_order)
+    problems = []
+    counts = sorted(set(str(_slice_of(one).get("count")) for one in slices))
+    if counts != [str(count)]:
+        problems.append("its slices disagree on the slice count (%s)" % ", ".join(counts))
+    elif not isinstance(count, int) or len(slices) != count:
+        problems.append("%d of %s slices recorded (%s)%s" % (
+            len(slices), count, ", ".join("slice %s: %s" % (_slice_of(one).get("id"), one["file"]) for one in slices),
+            ": a slice is missing or failed before its record" if isinstance(count, int) and len(slices) < count
+            else ""))
+    seen = {}
+    for one in slices:
+        hosts = ((one.get("record") or {}).get("inputs") or {}).get("hosts") or []
+        for host in hosts if isinstance(hosts, list) else []:
+            seen.setdefault(str(host), []).append(str(_slice_of(one).get("id")))
+    twice = sorted((host, ids) for host, ids in seen.items() if len(ids) > 1)
+    if twice:
+        problems.append("hosts in more than one slice: %s" % ", ".join(
+            "%s (slices %s)" % (host, ", ".join(ids)) for host, ids in twice))
+    merged = dict(item, slices=slices,
+                  verdict=max((one["verdict"] for one in slices), key=lambda v: _VERDICT_RANK.get(v, 3)),
+                  slice_problem=("run %s %s, sliced job %s: %s" % (item["run_id"], item["phase"], group,
+                                                                  "; ".join(problems)) if problems else None))
+    return merged
+
+
 def _order(item):
     return (item["finished_at"] or "", item["run_id"], item["attempt"] or 0)
 
@@ -123,7 +176,7 @@ def select(runs, policy, decided_at):
     record per key, and per key every run's newest record (compatibility and snapshot judge each run)."""
     candidates, unverified = {}, {}
     for run in runs:
-        newest = {}
+        newest, every = {}, {}
         for entry in run.get("entries") or []:
             record, sha256 = (run.get("records") or {}).get(entry.get("file"), (None, None))
             key = _phase_key(entry, record)
@@ -135,10 +188,11 @@ def select(runs, policy, decided_at):
                 continue
             if record is None:
                 continue
+            every.setdefault(key, []).append(item)
             if key not in newest or (item["attempt"] or 0) >= (newest[key]["attempt"] or 0):
                 newest[key] = item
         for key, item in newest.items():
-            candidates.setdefault(key, []).append(item)
+            candidates.setdefault(key, []).append(merge_slices(item, every[key]))
     now = clock.parse(decided_at, "decided_at")
     phases, chosen = {}, {}
     for key in gp.PHASE_KEYS:
@@ -152,7 +206,9 @@ def select(runs, policy, decided_at):
             results = best["record"].get("results") or {}
             finished = clock.parse_or_none(best["finished_at"])
             age_days = None if finished is None else (now - finished) / 86400.0
-            if results.get("check_mode"):
+            if best.get("slice_problem"):
+                entry.update(status="incomplete", reason=best["slice_problem"])
+            elif results.get("check_mode"):
                 entry.update(status="skipped", reason="%s: a check-mode run (nothing was applied or measured)"
                              % best["file"])
             elif finished is None:
@@ -174,7 +230,8 @@ def select(runs, policy, decided_at):
         phases[key] = entry
     per_run = {}
     for key, items in candidates.items():
-        per_run[key] = sorted(items, key=_order)
+        # a sliced job's record stands for its slices: every slice's record is judged (a blocking finding in one fails)
+        per_run[key] = sorted([one for item in items for one in (item.get("slices") or [item])], key=_order)
     return phases, chosen, per_run
 
 

@@ -26,6 +26,7 @@ import subprocess
 
 import jsonschema
 import pytest
+import yaml
 
 helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk is not installed")
 
@@ -130,3 +131,73 @@ def test_the_readme_fleet_flow_runs_as_written(scratch, clusters):
         for name in dirs + files:
             assert not os.stat(os.path.join(base, name)).st_mode & 0o077, os.path.join(base, name)
     shutil.rmtree(os.path.join(scratch["root"], "etcd-backups"), ignore_errors=True)
+
+
+def test_the_phases_run_as_awx_jobs(scratch, clusters, tmp_path):
+    """The phases as AWX runs them (issue 32): each through ansible-runner from an AWX-shaped private data directory
+    (tests/runner_lab.py), no prompt anywhere. Production, rolled back to 26.3.1 by the flow, is taken through a new
+    run as jobs - preflight, snapshot, the production upgrade (cleared by the flow's canary run) - and the decision
+    over the flow's three runs is a job whose set_stats data reaches the runner's artifacts; a preflight with a GPU
+    host that does not answer is a failed job whose record names the host; and the decision is recomputed through
+    ansible-navigator (--ee false --mode stdout)."""
+    import runner_lab  # tests/ is on pytest's pythonpath  pylint: disable=import-outside-toplevel
+    root, evidence = scratch["root"], scratch["evidence"]
+    mine = os.path.join(root, "inventories", "mine")
+    charts = os.path.join(root, "inventories", "charts.yml")
+
+    def job(name, playbook, inventory=mine, **extravars):
+        pdd = runner_lab.private_data_dir(str(tmp_path / name), root, inventory, extravars)
+        return runner_lab.run_job(pdd, playbook)
+
+    for name, playbook, extra in (
+            ("preflight", "playbooks/preflight.yml", {}),
+            ("snapshot", "playbooks/snapshot.yml", {}),
+            ("upgrade", "playbooks/upgrade_operator.yml", runner_lab.extravars_of(
+                charts, dra_gate_upgrade_scope="production", dra_gate_canary_run_id="canary-2612"))):
+        done = job(name, playbook, dra_gate_run_id="awx-2612", **extra)
+        assert (done.status, done.rc) == ("successful", 0), done.tail()
+    with open(os.path.join(evidence, "awx-2612", "index.json")) as handle:
+        index = json.load(handle)
+    assert [(e["phase"], e["verdict"]) for e in index["records"]] == [
+        ("preflight", "pass"), ("snapshot", "pass"), ("upgrade", "pass")], index["records"]
+    assert settled(kube_clients(clusters["mine"]), "v0.20.0")  # production at 26.7.0, through the jobs
+
+    runs = [{"evidence_root": evidence, "run_id": run} for run in ("canary-2612", "prod-2612", "dra-2612")]
+    decided = job("decide", "playbooks/decide.yml", dra_gate_decision_id="gate-awx",
+                  dra_gate_decision_policy=scratch["policy"], dra_gate_decision_runs=runs)
+    assert (decided.status, decided.rc) == ("successful", 0), decided.tail()
+    with open(os.path.join(evidence, "decisions", "gate-awx", "decision.json")) as handle:
+        decision = json.load(handle)
+    stats = decided.artifact_data
+    # the set_stats data, as AWX hands it to the workflow's next node: both outcomes, every gate, the record's path
+    assert stats.get("operator_upgrade") == "accept" and stats.get("dra_promotion") == "promote", stats
+    assert stats["gates"] == {g["id"]: g["status"] for g in decision["gates"]}, stats
+    assert stats["decision_record"] == os.path.join(evidence, "decisions", "gate-awx", "decision.json"), stats
+
+    # a GPU host that does not answer (ssh to a closed port): a failed job, a blocking record naming it
+    gone = str(tmp_path / "inventory-gone")
+    shutil.copytree(mine, gone)
+    with open(os.path.join(gone, "hosts.yml")) as handle:
+        hosts = yaml.safe_load(handle)
+    hosts["all"]["children"]["gpu_nodes"]["hosts"]["gpu-gone"] = {
+        "ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+        "ansible_ssh_common_args": "-o ConnectTimeout=5 -o BatchMode=yes"}
+    with open(os.path.join(gone, "hosts.yml"), "w") as handle:
+        yaml.safe_dump(hosts, handle)
+    failed = job("preflight-gone", "playbooks/preflight.yml", inventory=gone, dra_gate_run_id="awx-gone")
+    assert failed.status == "failed" and failed.rc != 0, failed.tail()
+    with open(os.path.join(evidence, "awx-gone", "index.json")) as handle:
+        (entry,) = json.load(handle)["records"]
+    with open(os.path.join(evidence, "awx-gone", entry["file"])) as handle:
+        record = json.load(handle)
+    assert record["results"]["verdict"] == "block"
+    named = [f for f in record["results"]["findings"] if f.get("severity") == "block" and "gpu-gone" in str(f)]
+    assert named, record["results"]["findings"]
+
+    # ansible-navigator, as AAP users run content locally: the decision recomputed, identical
+    logs = tmp_path / "navigator"
+    logs.mkdir()
+    proc = runner_lab.navigator(root, ["playbooks/decide.yml", "-i", mine, "-e", "dra_gate_decision_recompute=%s"
+                                       % os.path.join(evidence, "decisions", "gate-2612", "decision.json")], str(logs))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "recomputed, identical" in proc.stdout, proc.stdout[-4000:]

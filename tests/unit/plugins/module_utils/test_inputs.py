@@ -126,12 +126,16 @@ def test_the_module_names_only_the_failed_inputs_with_its_title_and_field_names(
     result = run_module(input_check, {"role": "phase", "title": "upgrade",
                                       "values": {"phase_name": "upgrade", "phase_evidence_root": "/ev", "phase_run_id": "",
                                                  "phase_run_id_required": True, "phase_fail_on": "block",
-                                                 "phase_changes_cluster": True},
+                                                 "phase_changes_cluster": True,
+                                                 "phase_sliceable": False, "phase_job_slice_count": 1,
+                                                 "phase_job_slice": "", "phase_job_slice_group": ""},
                                       "fields": {"phase_run_id": "operator_upgrade_run_id"}})
     assert result["failed"] is True and [f["field"] for f in result["failed_inputs"]] == ["operator_upgrade_run_id"]
     assert result["msg"].startswith("upgrade: 1 input wrong, nothing was changed:\n- dra_gate_run_id (role variable "
                                     "operator_upgrade_run_id): it is empty")
     result = run_module(input_check, {"role": "phase", "values": {"phase_name": "snapshot", "phase_evidence_root": "/ev",
                                                                   "phase_run_id": "run-1", "phase_run_id_required": True,
-                                                                  "phase_fail_on": "block", "phase_changes_cluster": False}})
-    assert not result.get("failed") and result["failed_inputs"] == [] and result["checked"] == 7 and result["changed"] is False
+                                                                  "phase_fail_on": "block", "phase_changes_cluster": False,
+                                                                  "phase_sliceable": False, "phase_job_slice_count": 1,
+                                                                  "phase_job_slice": "", "phase_job_slice_group": ""}})
+    assert not result.get("failed") and result["failed_inputs"] == [] and result["checked"] == 12 and result["changed"] is False

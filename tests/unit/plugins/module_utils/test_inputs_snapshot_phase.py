@@ -48,7 +48,8 @@ GOOD = {
         "artifacts_verified_etcdutl": "", "artifacts_verified_etcdctl": ""},
     "phase": {
         "phase_name": "upgrade", "phase_evidence_root": "/var/lib/dra-gate/evidence", "phase_run_id": "prod-2612",
-        "phase_run_id_required": True, "phase_fail_on": "block", "phase_changes_cluster": True},
+        "phase_run_id_required": True, "phase_fail_on": "block", "phase_changes_cluster": True,
+        "phase_sliceable": False, "phase_job_slice_count": 1, "phase_job_slice": "", "phase_job_slice_group": ""},
 }
 MODULES = {"snapshot": inputs_snapshot, "etcd_snapshot": inputs_etcd_snapshot, "artifacts_verified": inputs_artifacts_verified,
            "phase": inputs_phase}
@@ -162,3 +163,18 @@ def test_the_phase_check_names_the_phase_the_setting_and_the_phase_roles_variabl
         "upgrade: 1 input wrong, nothing was changed:\n- dra_gate_run_id (role variable operator_upgrade_run_id): it is empty: this "
         "phase joins a gate run (the preflight's), so its run id must be given; got ''; expected the gate run id (letters, digits, "
         "._-), e.g. -e dra_gate_run_id=prod-2612.")
+
+
+def test_only_a_sliceable_phase_runs_sliced_and_a_slice_names_itself_and_its_job():
+    """AWX job slicing (docs/awx.md, "Sliced runs"): a phase done once per gate refuses a sliced job, naming the
+    setting and the job template's field; the preflight takes it, with the slice's and the job's identities."""
+    result = failed("phase", good("phase", phase_job_slice_count=3, phase_job_slice="7", phase_job_slice_group="6"))
+    assert [(f["field"], f["setting"]) for f in result] == [("phase_job_slice_count", "dra_gate_job_slice_count")]
+    assert "runs once per gate over the whole inventory" in result[0]["reason"]
+    assert "job_slice_count 1" in result[0]["reason"]
+    sliced = good("phase", phase_name="preflight", phase_sliceable=True, phase_job_slice_count="3")
+    assert [f["field"] for f in failed("phase", sliced)] == ["phase_job_slice", "phase_job_slice_group"]
+    assert failed("phase", dict(sliced, phase_job_slice="412", phase_job_slice_group="411")) == []
+    assert [f["field"] for f in failed("phase", dict(sliced, phase_job_slice="a b", phase_job_slice_group="411"))] == [
+        "phase_job_slice"]
+    assert [f["field"] for f in failed("phase", good("phase", phase_job_slice_count=0))] == ["phase_job_slice_count"]

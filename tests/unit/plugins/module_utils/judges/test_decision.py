@@ -317,3 +317,107 @@ def test_changed_per_claim_records_do_not_back_the_recorded_quantiles(tree, tmp_
     record = decide(tree, write_policy(tmp_path))
     gate = gates(record)["allocation_latency_p95"]
     assert gate["status"] == "not_measured" and "successful claims in the per-claim records" in gate["reasons"][0]
+
+
+# -- sliced jobs (AWX job slicing; docs/awx.md "Sliced runs") ------------------------------------------------------
+
+def slice_preflight(root, slices, group="wf-41"):
+    """The newest preflight record rewritten as the records of a sliced job: ``slices`` is a list of (slice id,
+    hosts, change of results or None); the first replaces the record, the others are appended as further attempts
+    (their files and index entries as gate_evidence writes them)."""
+    run, name = newest(root, "preflight")
+    with open(os.path.join(root, run, name)) as handle:
+        base = json.load(handle)
+    index_path = os.path.join(root, run, "index.json")
+    for number, (ident, hosts, change) in enumerate(slices):
+        record = copy.deepcopy(base)
+        record["slice"] = {"count": 3, "id": ident, "group": group}
+        record["inputs"]["hosts"] = hosts
+        if change:
+            change(record["results"])
+        if number == 0:
+            rewrite(root, run, name, lambda r, new=record: r.update(new))
+            continue
+        with open(index_path) as handle:
+            index = json.load(handle)
+        attempt = max(e["attempt"] for e in index["records"] if e["phase"] == "preflight") + 1
+        record["attempt"] = attempt
+        data = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
+        filename = "preflight-%d.json" % attempt
+        with open(os.path.join(root, run, filename), "wb") as handle:
+            handle.write(data)
+        os.chmod(os.path.join(root, run, filename), 0o600)
+        entry = dict([e for e in index["records"] if e["file"] == name][0], attempt=attempt, file=filename,
+                     sha256=hashlib.sha256(data).hexdigest(), verdict=record["results"].get("verdict"))
+        entry.pop("summary_file", None)
+        index["records"].append(entry)
+        with open(index_path, "w") as handle:
+            json.dump(index, handle)
+    return run
+
+
+def _blocking_finding(results):
+    results["verdict"] = "block"
+    results["findings"] = results["findings"] + [{
+        "id": "coverage.host_unanswered", "severity": "block", "subject": "gpu-9", "observed": "unreachable",
+        "expected": "an answer", "message": "host gpu-9 did not answer", "source": "test"}]
+
+
+def test_a_sliced_preflight_is_merged_over_its_slices(tree, tmp_path):
+    policy = write_policy(tmp_path)
+    baseline = decide(tree, policy)
+    slice_preflight(tree, [("101", ["gpu-1"], None), ("102", ["gpu-2"], None), ("103", ["gpu-3"], None)])
+    record = decide(tree, policy)
+    assert record["phases"]["preflight"]["status"] == "present"
+    assert outcome(record) == outcome(baseline)
+    assert gates(record)["compatibility"]["status"] == "pass"
+    assert "in 5 preflight records" in gates(record)["compatibility"]["measured"]["text"], gates(record)["compatibility"]
+    jsonschema.Draft202012Validator(decision_schema.SCHEMA).validate(record)
+
+
+@pytest.mark.parametrize("slices, expected", [
+    # a slice that failed before its record (or never ran): never a pass with fewer hosts
+    ([("101", ["gpu-1"], None), ("102", ["gpu-2"], None)], "2 of 3 slices recorded (slice 101: preflight-1.json, "
+     "slice 102: preflight-2.json): a slice is missing or failed before its record"),
+    ([("101", ["gpu-1"], None), ("102", ["gpu-1", "gpu-2"], None), ("103", ["gpu-3"], None)],
+     "hosts in more than one slice: gpu-1 (slices 101, 102)"),
+])
+def test_a_slice_missing_or_a_host_twice_makes_the_decision_incomplete(tree, tmp_path, slices, expected):
+    run = slice_preflight(tree, slices)
+    record = decide(tree, write_policy(tmp_path))
+    phase = record["phases"]["preflight"]
+    assert phase["status"] == "incomplete" and expected in phase["reason"], phase
+    assert phase["reason"].startswith("run %s preflight, sliced job wf-41: " % run), phase
+    assert outcome(record) == ("incomplete", "incomplete")
+    assert "phase preflight: incomplete" in "\n".join(record["decisions"]["operator_upgrade"]["reasons"])
+    jsonschema.Draft202012Validator(decision_schema.SCHEMA).validate(record)
+
+
+def test_a_failing_slice_fails_the_merged_preflight(tree, tmp_path):
+    slice_preflight(tree, [("101", ["gpu-1"], None), ("102", ["gpu-2"], _blocking_finding), ("103", ["gpu-3"], None)])
+    record = decide(tree, write_policy(tmp_path))
+    assert record["phases"]["preflight"]["status"] == "present" and record["phases"]["preflight"]["verdict"] == "block"
+    compatibility = gates(record)["compatibility"]
+    assert compatibility["status"] == "fail" and "coverage.host_unanswered [gpu-9]" in "; ".join(compatibility["reasons"])
+    assert outcome(record)[0] == "reject"
+
+
+def test_a_retried_slice_counts_once_with_its_newest_record(tree, tmp_path):
+    # slice 102 failed (blocking), was relaunched and passed: three slices, the newest record of each judged
+    slice_preflight(tree, [("101", ["gpu-1"], None), ("102", ["gpu-2"], _blocking_finding), ("102", ["gpu-2"], None),
+                           ("103", ["gpu-3"], None)])
+    record = decide(tree, write_policy(tmp_path))
+    assert record["phases"]["preflight"]["status"] == "present", record["phases"]["preflight"]
+    assert record["phases"]["preflight"]["verdict"] == "warn"  # the fixture's, not the retried slice's block
+    assert gates(record)["compatibility"]["status"] == "pass", gates(record)["compatibility"]
+
+
+def test_a_later_launch_of_the_sliced_job_is_judged_alone(tree, tmp_path):
+    # a later launch (wf-42) of which only one slice has recorded yet: incomplete, the earlier full launch not mixed in
+    slice_preflight(tree, [("101", ["gpu-1"], None), ("102", ["gpu-2"], None), ("103", ["gpu-3"], None),
+                           ("201", ["gpu-1"], None)])
+    run, name = newest(tree, "preflight")
+    rewrite(tree, run, name, lambda r: r["slice"].update(group="wf-42"))
+    record = decide(tree, write_policy(tmp_path))
+    phase = record["phases"]["preflight"]
+    assert phase["status"] == "incomplete" and "sliced job wf-42: 1 of 3 slices recorded" in phase["reason"], phase

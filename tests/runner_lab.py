@@ -88,8 +88,8 @@ def run_job(pdd: str, playbook: str, ident: str = "1", timeout: int = 900) -> Jo
     directory = os.path.join(pdd, "artifacts", ident)
     status_file, rc_file = os.path.join(directory, "status"), os.path.join(directory, "rc")
     if not os.path.exists(status_file):
-        raise AssertionError("ansible-runner left no status (exit %s): %s %s" % (proc.returncode, proc.stdout[-3000:],
-                                                                               proc.stderr[-3000:]))
+        raise AssertionError("ansible-runner left no status (exit %s): %s %s" % (
+            proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
     with open(status_file) as handle:
         status = handle.read().strip()
     with open(rc_file) as handle:

@@ -160,11 +160,11 @@ def merge_slices(item, items):
     if twice:
         problems.append("hosts in more than one slice: %s" % ", ".join(
             "%s (slices %s)" % (host, ", ".join(ids)) for host, ids in twice))
-    merged = dict(item, slices=slices,
-                  verdict=max((one["verdict"] for one in slices), key=lambda v: _VERDICT_RANK.get(v, 3)),
-                  slice_problem=("run %s %s, sliced job %s: %s" % (item["run_id"], item["phase"], group,
-                                                                  "; ".join(problems)) if problems else None))
-    return merged
+    problem = None
+    if problems:
+        problem = "run %s %s, sliced job %s: %s" % (item["run_id"], item["phase"], group, "; ".join(problems))
+    return dict(item, slices=slices, slice_problem=problem,
+                verdict=max((one["verdict"] for one in slices), key=lambda v: _VERDICT_RANK.get(v, 3)))
 
 
 def _order(item):

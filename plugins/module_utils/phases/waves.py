@@ -144,11 +144,14 @@ def overlap_problem(wave_groups, groups):
     are wrong in themselves are ``groups_problem``'s."""
     if groups_problem(wave_groups, groups):
         return None
-    where = {}
+    first, again = {}, {}  # linear in the hosts: only a host seen twice gets a list, and only those are sorted
     for name in wave_groups:
         for host in groups[name]:
-            where.setdefault(host, []).append(name)
-    twice = ["%s (%s)" % (host, ", ".join(names)) for host, names in sorted(where.items()) if len(names) > 1]
+            if host in first:
+                again.setdefault(host, [first[host]]).append(name)
+            else:
+                first[host] = name
+    twice = ["%s (%s)" % (host, ", ".join(names)) for host, names in sorted(again.items())]
     return "a host is in more than one wave group: %s" % "; ".join(twice) if twice else None
 
 
@@ -208,17 +211,19 @@ def batches(hosts, serial_list):
     """The hosts in the batches Ansible makes of them (``PlaybookExecutor._get_serialized_batches``): each
     entry of ``serial_list`` in turn, the last one repeating; a percentage is of all the hosts, rounded down,
     at least 1; an entry of 0 or below takes every host left (``serial`` checks that none is)."""
-    left = list(hosts)
-    total = len(left)
+    hosts = list(hosts)
+    total = len(hosts)
     serial_list = list(serial_list) or [-1]
-    out, current = [], 0
-    while left:
-        size = _pct_to_int(serial_list[current], total)
+    out, current, start = [], 0, 0
+    sizes = [_pct_to_int(value, total) for value in serial_list]  # of all the hosts: the same for every batch
+    # by index: slicing off what is left after each batch (as Ansible does) is quadratic in one-node waves
+    while start < total:
+        size = sizes[current]
         if size <= 0:
-            out.append(left)
+            out.append(hosts[start:])
             break
-        out.append(left[:size])
-        left = left[size:]
+        out.append(hosts[start:start + size])
+        start += size
         current = min(current + 1, len(serial_list) - 1)
     return out
 

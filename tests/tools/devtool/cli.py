@@ -31,15 +31,17 @@ def dispatch(layout: Layout, command: str, args: Sequence[str]) -> int:
             raise ToolError(f"rehearse takes no arguments, got: {' '.join(args)}")
         environment.setup(layout)
         return rehearsal.rehearse(layout, args)
+    if command == "bench":
+        if list(args) not in ([], ["--quick"]):
+            raise ToolError(f"bench takes only --quick, got: {' '.join(args)}")
+        environment.setup(layout)
+        return bench.bench(layout, quick=bool(args))
     if args:
         raise ToolError(f"{command} takes no arguments, got: {' '.join(args)}")
     if command == "setup":
         environment.setup(layout)
         log(f"setup done: {layout.venv}, ANSIBLE_COLLECTIONS_PATH={os.environ['ANSIBLE_COLLECTIONS_PATH']}")
         return 0
-    if command == "bench":
-        environment.setup(layout)
-        return bench.bench(layout)
     if command == "test" or command in stages.ALL_STAGES:
         environment.setup(layout)
         stages.test_environment(layout)

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -122,8 +123,33 @@ def test_dispatch_preflight_passes_its_arguments(tmp_path, monkeypatch):
     monkeypatch.setattr(cli.preflight, "preflight", lambda layout, args: calls.append(list(args)) or 2)
     assert cli.dispatch(Layout.of(tmp_path, environ={}), "preflight", ["--localhost", "-v"]) == 2
     assert calls == ["setup", ["--localhost", "-v"]]
-    with pytest.raises(ToolError, match="bench takes no arguments"):
+    with pytest.raises(ToolError, match="bench takes only --quick, got: x"):
         cli.dispatch(Layout.of(tmp_path, environ={}), "bench", ["x"])
+
+
+def test_bench_takes_quick_and_prints_every_goal_in_one_table(tmp_path, monkeypatch, capsys):
+    done = dra_gate("bench", "--fast")
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] == "dra-gate: error: bench takes only --quick, got: --fast"
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "goals.py").write_text(open(os.path.join(ROOT, "bench", "goals.py")).read())
+    (tmp_path / "bench" / "bench_a.py").write_text(
+        "import sys\nfrom goals import goal\n"
+        "goal('speed', '%s s' % ('1' if '--quick' in sys.argv else '2'), '< 3 s', True)\n"
+        "goal('memory', '9 MiB', '<= 5 MiB', False)\n")
+    (tmp_path / "bench" / "bench_rehearsal.py").write_text("raise SystemExit(3)\n")
+    calls = []
+    monkeypatch.setattr(cli.environment, "setup", lambda layout: calls.append("setup"))
+    layout = Layout.of(tmp_path, environ={})
+    monkeypatch.setattr(type(layout), "venv_python", property(lambda self: sys.executable), raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert cli.dispatch(layout, "bench", ["--quick"]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("== bench --quick: every goal"):].splitlines()[1:]
+    assert table[0].split() == ["bench", "goal", "measured", "target", "status"]
+    assert [line.split()[0] for line in table[1:4]] == ["bench_a", "bench_a", "bench_rehearsal"]
+    assert table[1].split()[-1] == "PASS" and "1 s" in table[1] and table[2].split()[-1] == "MISS"
+    assert table[3].endswith("SKIPPED (--quick)")
+    assert table[4] == "1 met, 1 missed or failed, 1 skipped"
 
 
 def test_rehearse_takes_no_arguments(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.common import clock
 from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import gate_policy as gp
-from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges.verdict import finding
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges.verdict import VERDICTS, finding
 
 RECORD_SCHEMA = "gpufleet.dra_gate/decision-record"
 RECORD_SCHEMA_VERSION = 1
@@ -114,9 +114,6 @@ def _phase_key(entry, record):
     return phase
 
 
-_VERDICT_RANK = {"pass": 0, "warn": 1, "block": 2}
-
-
 def _slice_of(item):
     found = (item.get("record") or {}).get("slice")
     return found if isinstance(found, dict) else None
@@ -164,7 +161,12 @@ def merge_slices(item, items):
     if problems:
         problem = "run %s %s, sliced job %s: %s" % (item["run_id"], item["phase"], group, "; ".join(problems))
     return dict(item, slices=slices, slice_problem=problem,
-                verdict=max((one["verdict"] for one in slices), key=lambda v: _VERDICT_RANK.get(v, 3)))
+                verdict=max((one["verdict"] for one in slices), key=_verdict_rank))
+
+
+def _verdict_rank(verdict):
+    """pass < warn < block (verdict.VERDICTS' order); anything else (a record without a verdict) ranks worst."""
+    return VERDICTS.index(verdict) if verdict in VERDICTS else len(VERDICTS)
 
 
 def _order(item):

@@ -122,13 +122,14 @@ def truth(lab, key: tuple) -> dict:
         table = lab.claim_truth = {}
     entry = table.get(key)
     if entry is None:
-        entry = table[key] = {"namespace": key[-2], "claim": key[-1] if len(key) == 2 else None,
-                              "pod": key[-1] if len(key) == 3 else None, "pod_uid": None,
-                              "kind": "extended" if len(key) == 3 else "claim"}
+        entry = {"namespace": key[-2], "claim": key[-1] if len(key) == 2 else None,
+                 "pod": key[-1] if len(key) == 3 else None, "pod_uid": None,
+                 "kind": "extended" if len(key) == 3 else "claim"}
         entry.update({name: None for name in TRUTH_TIMES})
         entry["delivered"] = {name: None for name in DELIVERED_TIMES}
         entry.update(devices=[], injected={"allocation_delay": 0.0, "prepare_delay": 0.0, "allocation_failure": False,
                                            "numa_violation": False, "leak": False})
+        entry = table.setdefault(key, entry)  # one entry when a stream and a listener make it at once
     return entry
 
 
@@ -160,23 +161,26 @@ def record_delivery(lab, kind: str, obj: dict, at_ns: int) -> None:
     takes from it, as the acceptance harness does (plugins/module_utils/phases/claim_lifecycle.py): any event of
     a claim or a pod status naming it shows the claim exists; a claim with an allocation, or its pod bound to a
     node (the scheduler writes the allocation before it binds), shows it allocated; the pod Ready, ready."""
-    table = getattr(lab, "claim_truth", None)
-    if not table or kind not in ("ResourceClaim", "Pod"):
+    if kind not in ("ResourceClaim", "Pod"):
         return
     at = rfc3339_ns(at_ns)
     ns = meta(obj).get("namespace")
+    # The claim's entry is made here when the stream is first: the store wakes the streams before it calls
+    # its listeners (record_truth), so a stream can send a new claim before its entry exists; skipping it
+    # would stamp ``created`` at the next event that shows the claim (the pod's status, ms later).
     if kind == "ResourceClaim":
-        entry = table.get((ns, meta(obj).get("name")))
+        entry = truth(lab, (ns, meta(obj).get("name")))
         _deliver(entry, "created", at)
         if status(obj).get("allocation"):
             _deliver(entry, "allocated", at)
         return
+    table = getattr(lab, "claim_truth", None) or {}
     pod_status = status(obj)
     named = [e.get("resourceClaimName") for e in pod_status.get("resourceClaimStatuses") or []]
     named.append((pod_status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName"))
     for name in named:
         if name:
-            _deliver(table.get((ns, name)), "created", at)
+            _deliver(truth(lab, (ns, name)), "created", at)
     keys = (getattr(lab, "claim_truth_pods", None) or {}).get(meta(obj).get("uid")) or ()
     bound = bool((obj.get("spec") or {}).get("nodeName"))
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in pod_status.get("conditions") or [])

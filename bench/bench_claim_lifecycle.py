@@ -47,13 +47,13 @@ GOAL_SECONDS = 60.0
 NS = "dra-acceptance"
 
 
-def start_lab(work):
+def start_lab(work, scenario="dra-acceptance", timeout=120):
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "lab"))
     subprocess.run([sys.executable, "-m", "kubelab", "start", "--dir", work, "--scenario",
-                    os.path.join(REPO, "lab", "scenarios", "dra-acceptance.yml"), "--background", "--wait-timeout", "90"],
-                   env=env, check=True, capture_output=True, timeout=120)
-    subprocess.run([sys.executable, "-m", "kubelab", "settle", "--dir", work, "--timeout", "120"], env=env, check=True,
-                   capture_output=True, timeout=180)
+                    os.path.join(REPO, "lab", "scenarios", scenario + ".yml"), "--background", "--wait-timeout",
+                    str(timeout)], env=env, check=True, capture_output=True, timeout=timeout + 30)
+    subprocess.run([sys.executable, "-m", "kubelab", "settle", "--dir", work, "--timeout", str(timeout)], env=env,
+                   check=True, capture_output=True, timeout=timeout + 60)
     with open(os.path.join(work, "lab.json")) as handle:
         return json.load(handle)
 

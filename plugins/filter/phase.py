@@ -33,11 +33,9 @@ def phase_host_failure(result):
     return _call(phase_role.host_failure, result)
 
 
-def phase_answered(hosts, hostvars):
-    """{answered_hosts, failed_hosts} from each host's phase_host_failure."""
-    def failures():
-        return dict((host, phase_role.host_value(hostvars, host, "phase_host_failure")) for host in phase_role.host_list(hosts))
-    return _call(lambda: phase_role.answered(hosts, failures()))
+def phase_answered(hosts, hostvars, result_name, play_hosts):
+    """{answered_hosts, failed_hosts} from each host's registered read ``result_name``, once on the controller."""
+    return _call(phase_role.answered_reads, hosts, hostvars, result_name, play_hosts)
 
 
 def phase_finished_hosts(answered_hosts, play_hosts):

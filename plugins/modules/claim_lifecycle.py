@@ -57,13 +57,20 @@ options:
     type: bool
     default: true
   count:
-    description: How many lifecycles to run.
+    description: How many lifecycles to run (the churn when O(long_lived) is set).
     type: int
     default: 100
   concurrency:
-    description: How many lifecycles run at the same time.
+    description: How many of the O(count) lifecycles run at the same time (beside the long-lived ones).
     type: int
     default: 10
+  long_lived:
+    description:
+      - How many lifecycles to hold for the whole run (the upstream DRA scale test's long-lived pods). They start
+        first; the O(count) churn lifecycles start once every one is Ready (or has failed), at most O(concurrency)
+        at a time; they are deleted once the churn is over. Their records are in the same file and counts.
+    type: int
+    default: 0
   kinds:
     description: The lifecycle kinds, used in turn (lifecycle i is of kind C(kinds[i % len(kinds)])).
     type: list
@@ -198,6 +205,17 @@ EXAMPLES = r"""
   run_once: true
 """
 RETURN = r"""
+long_lived:
+  description: The long-lived lifecycles of the plan (O(long_lived)); C(churn) is O(count).
+  returned: when state is present and not in check mode
+  type: int
+tracked_peak:
+  description:
+    - The most lifecycles tracked at once. Ended lifecycles leave the tracker and their records are streamed to
+      the file, so the run's memory follows this, at most O(long_lived) + O(concurrency), not the number of
+      lifecycles (a run with O(disruptions) keeps them all).
+  returned: when state is present and not in check mode
+  type: int
 attempted:
   description: Lifecycles started (records written).
   returned: when state is present and not in check mode
@@ -298,6 +316,7 @@ MODULE_ARG_SPEC = dict(
     create_namespace=dict(type="bool", default=True),
     count=dict(type="int", default=100),
     concurrency=dict(type="int", default=10),
+    long_lived=dict(type="int", default=0),
     kinds=dict(type="list", elements="str", default=["template"]),
     device_class=dict(type="str", default="gpu.nvidia.com"),
     mig_device_class=dict(type="str", default="mig.nvidia.com"),
@@ -378,9 +397,9 @@ def main():
     example = dict((kind, {"pod": cl.pod_body(plan, kind, 0), "claim_template": cl.claim_template(plan, kind)})
                    for kind in sorted(set(plan["kinds"])))
     diff = {"before": "", "after": "%s: %d per-claim records (JSON Lines, 0600)\n%s" % (
-        records_path, plan["count"], cl.to_json(example))} if module._diff else None  # pylint: disable=protected-access
+        records_path, plan["count"] + plan["long_lived"], cl.to_json(example))} if module._diff else None  # pylint: disable=protected-access
     if module.check_mode:
-        would = {"count": plan["count"], "concurrency": plan["concurrency"], "kinds": plan["kinds"], "namespace": ns,
+        would = {"count": plan["count"], "long_lived": plan["long_lived"], "concurrency": plan["concurrency"], "kinds": plan["kinds"], "namespace": ns,
                  "records_path": records_path, "objects": example}
         out = dict(changed=True, left_behind=[], would_run=would,
                    msg="check mode: would run %d lifecycles (%s) in %s" % (plan["count"], ", ".join(plan["kinds"]), ns))
@@ -401,11 +420,16 @@ def main():
         except (private_files.PrivateFileError, OSError):
             pass  # the line stays in the result's progress either way
 
-    run = cl.LifecycleRun(reader, plan, progress=progress)
+    try:  # the records are streamed to a private temporary file beside the records' path, named at the end
+        sink = claim_stats.RecordSink(records_path)
+    except (private_files.PrivateFileError, OSError) as exc:
+        module.fail_json(msg="evidence_dir: %s" % exc, left_behind=[])
+    run = cl.LifecycleRun(reader, plan, progress=progress, sink=sink)
 
     def interrupt(signum, _frame):
         run.interrupted = "signal %d" % signum
 
+    total = plan["count"] + plan["long_lived"]
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, interrupt)
     failure = None
@@ -420,12 +444,12 @@ def main():
         run.run()
         run.collect_events()
     except cl.Interrupted as exc:
-        failure = "interrupted (%s) after %d of %d lifecycles" % (exc, len(run.records), plan["count"])
+        failure = "interrupted (%s) after %d of %d lifecycles" % (exc, run.done, total)
     except K8sApiError as exc:
-        failure = "%s (after %d of %d lifecycles)" % (exc, len(run.records), plan["count"])
+        failure = "%s (after %d of %d lifecycles)" % (exc, run.done, total)
     except Exception as exc:  # pylint: disable=broad-except
         # never a traceback: the run stops, cleans up and reports what it measured
-        failure = "unexpected %s: %s (after %d of %d lifecycles)" % (type(exc).__name__, exc, len(run.records), plan["count"])
+        failure = "unexpected %s: %s (after %d of %d lifecycles)" % (type(exc).__name__, exc, run.done, total)
     finally:
         try:
             left = run.cleanup(plan["cleanup_timeout"])
@@ -433,10 +457,10 @@ def main():
             left = ["(cleanup failed: %s)" % exc]
     run.finished_at = run.finished_at or cl.utc_now()
     try:
-        claim_stats.write_jsonl(records_path, run.records)
+        sink.publish()
     except (claim_stats.ClaimStatsError, private_files.PrivateFileError, OSError) as exc:
         module.fail_json(msg="cannot write the records to %s: %s" % (records_path, exc), left_behind=left)
-    result = cl.summary(run.records, run, plan)
+    result = cl.summary(run, plan)
     result.update(records_path=records_path, progress=run.progress_lines, left_behind=left, gpus=run.node_gpus(params["nodes"]),
                   started_at=run.started_at, finished_at=run.finished_at)
     if diff:

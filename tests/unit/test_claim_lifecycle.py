@@ -393,3 +393,53 @@ def test_device_health_changes_are_recorded_from_pods_and_claims():
     assert tracker.health[1]["claim"] == "dra-gate-h-0-gpu-abcde" or tracker.health[1]["pod"] == "dra-gate-h-0"
     summary = cl.device_health(tracker.health)
     assert summary["devices"] == ["gpu.nvidia.com/gpu-1/gpu-3"] and summary["claims"] == ["dra-gate-h-0-gpu-abcde"]
+
+
+# -- streamed records, long-lived lifecycles (issue 33) ---------------------------------------------
+
+@pytest.mark.parametrize("value", [-1, True, 1.5, "3"])
+def test_long_lived_must_be_a_whole_number(value):
+    with pytest.raises(cl.PlanError, match="^long_lived: must be a whole number >= 0"):
+        cl.validate_plan(params(long_lived=value))
+
+
+def test_records_stream_to_a_private_file_with_the_same_counts_as_summarize(tmp_path):
+    _data, run, lives = replay()
+    records = []
+    for life in lives.values():
+        life.state = "done"
+        records.append(run._record(life))  # pylint: disable=protected-access
+    path = str(tmp_path / "records.jsonl")
+    sink = claim_stats.RecordSink(path)
+    for rec in records:
+        sink.add(rec)
+    assert not os.path.exists(path)  # named only when published: never half-written
+    parts = [p for p in os.listdir(str(tmp_path)) if p.endswith(".part")]
+    assert len(parts) == 1 and os.stat(str(tmp_path / parts[0])).st_mode & 0o777 == 0o600
+    assert len(sink) == 6 and sink.failures == 0 and sink.records is None  # nothing of a record held
+    sink.publish()
+    assert os.stat(path).st_mode & 0o777 == 0o600 and not [p for p in os.listdir(str(tmp_path)) if p.endswith(".part")]
+    assert claim_stats.read_jsonl(path) == [claim_stats.validate_record(r) for r in records]
+    assert sink.result() == claim_stats.summarize(records)
+    with pytest.raises(Exception, match="already exists; artifacts are never replaced"):
+        claim_stats.RecordSink(path)
+
+
+def test_a_discarded_sink_leaves_nothing_and_a_bad_record_names_its_index(tmp_path):
+    sink = claim_stats.RecordSink(str(tmp_path / "r.jsonl"))
+    with pytest.raises(claim_stats.ClaimStatsError, match=r"records\[0\]"):
+        sink.add({"claim": "c"})
+    sink.discard()
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_an_ended_lifecycle_leaves_the_tracker_unless_disruptions_need_it():
+    _data, run, lives = replay()
+    assert run.keep is False and run.records is None
+    for life in list(lives.values()):
+        life.state = "done"
+        run._finish(life)  # pylint: disable=protected-access
+    assert run.tracker.by_pod == {} and run.tracker.claims == {} and run.done == 6
+    assert run.sink.result()["success_rate"]["numerator"] == 6
+    kept = cl.LifecycleRun(NoReader(), cl.validate_plan(params(disruptions=[{"type": "workload_restart", "after": 1}])))
+    assert kept.keep is True and kept.records == []

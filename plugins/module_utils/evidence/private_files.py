@@ -188,6 +188,50 @@ def private_output(path, replace=False):
     fsync_dir(directory)
 
 
+class PrivateStream(object):
+    """A file written a piece at a time that becomes ``path`` (0600) only when :meth:`publish` is called:
+    the same steps as :func:`private_output` (a ``mkstemp`` file in the destination directory, fsync, a link
+    that never replaces an artifact), for data that arrives over a long run (per-claim records) and must
+    not be held in memory. :meth:`discard` removes the temporary file; ``path`` is never half-written."""
+
+    def __init__(self, path):
+        self.path = path
+        self.directory = os.path.dirname(os.path.abspath(path))
+        if os.path.lexists(path):
+            raise ArtifactExists("%s: already exists; artifacts are never replaced" % path)
+        try:
+            fd, self.tmp = tempfile.mkstemp(dir=self.directory, prefix="." + os.path.basename(path) + ".",
+                                            suffix=".part")
+        except OSError as exc:
+            why = exc.strerror
+            raise PrivateFileError("%s: cannot create a temporary file in %s: %s" % (path, self.directory, why))
+        os.fchmod(fd, 0o600)
+        self.handle = os.fdopen(fd, "wb")
+
+    def write(self, data):
+        self.handle.write(_to_bytes(data))
+
+    def publish(self):
+        """fsync, then give the file its name (ArtifactExists when the name was taken meanwhile)."""
+        try:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            self.handle.close()
+            _publish(self.tmp, self.path, False)
+        except BaseException:
+            self.discard()
+            raise
+        fsync_dir(self.directory)
+
+    def discard(self):
+        if not self.handle.closed:
+            self.handle.close()
+        try:
+            os.unlink(self.tmp)
+        except OSError:
+            pass
+
+
 def write_private(path, data, replace=False):
     """Write ``data`` (text or bytes) to ``path``, mode 0600, crash-safe (see the module doc).
 

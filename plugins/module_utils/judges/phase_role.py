@@ -108,6 +108,22 @@ def answered(hosts, failures):
             "failed_hosts": dict((host, why) for host, why in reasons.items() if why != "")}
 
 
+def answered_reads(hosts, hostvars, result_name, play_hosts):
+    """``answered`` from each host's registered read: ``hostvars[host][result_name]`` judged by ``host_failure``,
+    read once (on the controller: no task per host). A host no longer in ``play_hosts`` left the play before
+    the read (its variable, if any, is an earlier play's); a host in the play without the variable did not run
+    the read."""
+    hosts = host_list(hosts)
+    play = set(host_list(play_hosts, "play_hosts"))
+    if not isinstance(result_name, str) or not result_name:
+        raise JudgeError("result_name: expected the name the read was registered as, got %r" % (result_name,))
+    failures = {}
+    for host in hosts:
+        result = host_value(hostvars, host, result_name) if host in play else None
+        failures[host] = None if result is None else host_failure(_result(result, "%s of %s" % (result_name, host)))
+    return answered(hosts, failures)
+
+
 def finished_hosts(answered_hosts, play_hosts):
     """The hosts the finish counts as answered: those that answered the read (every play host when the phase
     read nothing per host) and are still in the play."""

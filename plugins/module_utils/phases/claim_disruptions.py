@@ -111,7 +111,7 @@ class Disruptions:
 
     # called with the tracker's lock NOT held
     def step(self, active):
-        done = len(self.run.records)
+        done = self.run.done
         for item in self.items:
             state = self.state.get(item["index"])
             if state is None:
@@ -175,7 +175,7 @@ class Disruptions:
             self.run.hold_back.update(life.pod for life in holders)
         self.run.reader.request("POST", RULES_PATH, [("fieldManager", "gpufleet-dra-gate")], body)
         return {"rule": name, "device": key, "node": target["pool"], "at": at, "mono": time.monotonic(),
-                "done_at_start": len(self.run.records),
+                "done_at_start": self.run.done,
                 "holders": dict((life.pod, {"pod": life.pod, "kind": life.kind, "claim": life.claim}) for life in holders)}
 
     def _watch_device_taint(self, item, state, active):
@@ -188,7 +188,7 @@ class Disruptions:
         evicting = item["effect"] == "NoExecute"
         waited = time.monotonic() - state["mono"]
         all_evicted = all("evicted_at" in h for h in state["holders"].values())
-        if len(self.run.records) - state["done_at_start"] >= item["lifecycles"] and (
+        if self.run.done - state["done_at_start"] >= item["lifecycles"] and (
                 not evicting or all_evicted or waited >= item["eviction_timeout"]):
             self._end_device_taint(item, state, "%d lifecycles ran under the taint" % item["lifecycles"])
 
@@ -203,7 +203,7 @@ class Disruptions:
         state["finished"] = True
         self.run.hold_back.difference_update(state["holders"])
         tainted, others = [], 0
-        for rec in self.run.records + self.run.live_records():
+        for rec in (self.run.records or []) + self.run.live_records():
             allocated = rec.get("allocated_at")
             if not allocated or not (state["at"] < allocated < removed_at):
                 continue

@@ -111,12 +111,16 @@ def validate_plan(params):
     for index, toleration in enumerate(params.get("tolerations") or []):
         if not isinstance(toleration, dict) or (not toleration.get("key") and toleration.get("operator") != "Exists"):
             raise PlanError("tolerations[%d]: must be a mapping with key (or operator: Exists), got %r" % (index, toleration))
+    long_lived = params.get("long_lived") or 0
+    if isinstance(long_lived, bool) or not isinstance(long_lived, int) or long_lived < 0:
+        raise PlanError("long_lived: must be a whole number >= 0 (lifecycles held for the whole run), got %r"
+                        % (long_lived,))
     try:
         disruptions = claim_disruptions.validate(params.get("disruptions") or [], count)
     except claim_disruptions.DisruptionError as exc:
         raise PlanError(str(exc))
     return {
-        "disruptions": disruptions, "count": count, "concurrency": concurrency, "kinds": list(kinds), "run_id": run_id,
+        "disruptions": disruptions, "count": count, "long_lived": long_lived, "concurrency": concurrency, "kinds": list(kinds), "run_id": run_id,
         "namespace": params["namespace"], "device_class": params["device_class"],
         "mig_device_class": params["mig_device_class"], "extended_resource_name": params["extended_resource_name"],
         "numa_devices": numa_count, "image": params["image"], "command": list(params.get("command") or DEFAULT_COMMAND),
@@ -251,7 +255,8 @@ class Lifecycle:
     """One pod and its claim, with the times observed."""
 
     __slots__ = ("index", "kind", "pod", "pod_uid", "claim", "node", "times", "devices", "started", "error_class",
-                 "error", "deadline", "state", "pod_gone", "ready_mono", "unschedulable", "evicted_reason", "named")
+                 "error", "deadline", "state", "pod_gone", "ready_mono", "unschedulable", "evicted_reason", "named",
+                 "long_lived")
 
     def __init__(self, index, kind, pod):
         self.index, self.kind, self.pod = index, kind, pod
@@ -267,6 +272,7 @@ class Lifecycle:
         self.unschedulable = None
         self.evicted_reason = None
         self.named = {}  # claim name -> when the pod's status first named it
+        self.long_lived = False  # held for the whole run (plan long_lived), not churned
 
     def mark(self, name, when):
         if name not in self.times:
@@ -385,6 +391,16 @@ class Tracker:
                     obs.allocation = None
             self.lock.notify_all()
 
+    def forget(self, life):
+        """An ended lifecycle (its record made) leaves the tracker, with its claim: a long run's memory stays
+        that of the lifecycles in progress. The caller holds ``lock``."""
+        if self.by_pod.get(life.pod) is life:
+            del self.by_pod[life.pod]
+        for name in set([life.claim] + list(life.named)):
+            obs = self.claims.get(name)
+            if obs is not None and obs.owner[0] == life.pod:
+                del self.claims[name]
+
     def claim_of(self, life):
         """The lifecycle's ClaimObs (None while no claim is known)."""
         obs = self.claims.get(life.claim) if life.claim else None
@@ -400,13 +416,20 @@ class Interrupted(Exception):
 class LifecycleRun:
     """Runs the plan's lifecycles through ``reader`` (a K8sReader); see the module docstring."""
 
-    def __init__(self, reader, plan, clock=time.monotonic, progress=None):
+    def __init__(self, reader, plan, clock=time.monotonic, progress=None, sink=None):
         self.reader, self.plan, self.clock = reader, plan, clock
         self.ns = plan["namespace"]
         self.tracker = Tracker()
         self.stop = threading.Event()
         self.interrupted = None
-        self.records = []
+        # Each record goes to the sink as its lifecycle ends (claim_stats.RecordSink: streamed to the JSON Lines
+        # file, counted); only a run with disruptions keeps them (a device taint reads the allocations made
+        # while it lasted) and keeps its ended lifecycles tracked (a disruption looks its pods up by name).
+        self.sink = claim_stats.RecordSink() if sink is None else sink
+        self.keep = bool(plan.get("disruptions"))
+        self.records = [] if self.keep else None
+        self.tracked_peak = 0  # the most lifecycles tracked at once (flat memory: long_lived + concurrency)
+        self.churn_over = False  # every churn lifecycle started and ended: the long-lived ones may go
         self.devices = {}
         self.progress_lines = []
         self.on_progress = progress
@@ -506,6 +529,7 @@ class LifecycleRun:
         self.start_watches()
         active = []
         started = 0
+        total = plan["count"] + plan.get("long_lived", 0)
         next_progress = plan["progress_every"] or 0
         while True:
             if self.interrupted:
@@ -515,41 +539,68 @@ class LifecycleRun:
             if self.calls.problems:
                 raise self.calls.problems[0]
             now = self.clock()
-            while started < plan["count"] and len(active) < plan["concurrency"] and now < deadline:
+            # the long-lived lifecycles first, all of them; the churn once every one is Ready (or ended), at
+            # most ``concurrency`` at a time beside them
+            while started < plan.get("long_lived", 0) and now < deadline:
+                active.append(self._start(started, plan["kinds"][started % len(plan["kinds"])], long_lived=True))
+                started += 1
+            settled = all(not life.long_lived or "ready_at" in life.times or life.state in ("deleting", "done")
+                          for life in active)
+            while settled and started < total and self.churn_active(active) < plan["concurrency"] and now < deadline:
                 active.append(self._start(started, plan["kinds"][started % len(plan["kinds"])]))
                 started += 1
+            self.churn_over = started >= total and not self.churn_active(active)
+            self.tracked_peak = max(self.tracked_peak, len(active))
             for life in list(active):
                 self._advance(life, now >= deadline)
                 if life.state == "done":
                     active.remove(life)
-                    self.records.append(self._record(life))
+                    self._finish(life)
             self.disruptions.step(active)
-            done = len(self.records)
+            done = self.done
             if next_progress and done >= next_progress:
                 self._progress(done)
                 next_progress += plan["progress_every"]
-            if not active and (started >= plan["count"] or now >= deadline) and (
+            if not active and (started >= total or now >= deadline) and (
                     not self.disruptions.pending_recovery() or now >= deadline):
                 break
             with self.tracker.lock:
                 self.tracker.lock.wait(0.05)
         self.disruption_events = self.disruptions.finish()
         self.finished_at = utc_now()
-        if not self.progress_lines or not self.progress_lines[-1].startswith("claims %d/" % len(self.records)):
-            self._progress(len(self.records))
+        if not self.progress_lines or not self.progress_lines[-1].startswith("claims %d/" % self.done):
+            self._progress(self.done)
         return self.records
 
+    @property
+    def done(self):
+        """Lifecycles ended (their records in the sink)."""
+        return len(self.sink)
+
+    @staticmethod
+    def churn_active(active):
+        return sum(1 for life in active if not life.long_lived)
+
+    def _finish(self, life):
+        """The ended lifecycle's record to the sink; the lifecycle and its claim no longer tracked."""
+        record = self.sink.add(self._record(life))
+        if self.keep:
+            self.records.append(record)
+            return
+        with self.tracker.lock:
+            self.tracker.forget(life)
+
     def _progress(self, done):
-        failures = sum(1 for rec in self.records if rec["error_class"] or rec["ready_at"] is None)
-        line = claim_stats.progress(done, self.plan["count"], failures)
+        line = claim_stats.progress(done, self.plan["count"] + self.plan.get("long_lived", 0), self.sink.failures)
         self.progress_lines.append(line)
         if self.on_progress is not None:
             self.on_progress(line)
 
-    def _start(self, index, kind):
+    def _start(self, index, kind, long_lived=False):
         """A new lifecycle in state ``starting``; its pod is created on the call pool."""
         body = pod_body(self.plan, kind, index)
         life = Lifecycle(index, kind, body["metadata"]["name"])
+        life.long_lived = long_lived
         self.tracker.add(life)
         self.calls.submit(self._create, life, body)
         return life
@@ -623,9 +674,14 @@ class LifecycleRun:
                         devices = allocated_devices(allocation, self.devices)
                     life.devices = devices
                 ready = "ready_at" in life.times and obs is not None and "allocated_at" in obs.times
-                hold_over = ready and life.pod not in self.hold_back and (
-                    self.plan["hold_seconds"] <= 0 or now >= (life.ready_mono or now) + self.plan["hold_seconds"])
-                if life.error_class or out_of_time or now >= life.deadline or hold_over:
+                if life.long_lived:  # held Ready for the whole run: released once the churn is over
+                    hold_over = ready and self.churn_over and life.pod not in self.hold_back
+                    timed_out = now >= life.deadline and not ready
+                else:
+                    hold_over = ready and life.pod not in self.hold_back and (
+                        self.plan["hold_seconds"] <= 0 or now >= (life.ready_mono or now) + self.plan["hold_seconds"])
+                    timed_out = now >= life.deadline
+                if life.error_class or out_of_time or timed_out or hold_over:
                     if not ready and not life.error_class:
                         life.error_class, life.error = self._failure(life, obs, out_of_time)
                     life.state = "deleting"
@@ -729,7 +785,9 @@ class LifecycleRun:
         except K8sApiError as exc:
             self.events = {"error": str(exc), "warnings": [], "by_reason": {}}
             return self.events
-        ours = [e for e in items if ((e.get("involvedObject") or {}).get("name") in names)]
+        prefix = "dra-gate-%s-" % self.plan["run_id"]  # ended lifecycles are no longer tracked: their names
+        ours = [e for e in items if ((e.get("involvedObject") or {}).get("name") in names
+                                     or str((e.get("involvedObject") or {}).get("name") or "").startswith(prefix))]
         by_reason = {}
         for event in ours:
             key = "%s/%s" % (event.get("type") or "Normal", event.get("reason") or "")
@@ -869,11 +927,12 @@ def delete_run_objects(reader, namespace, run_id, timeout, clock=time.monotonic)
         time.sleep(0.1)
 
 
-def summary(records, run, plan):
-    """The results of the record ``dra-acceptance`` for this run."""
-    out = claim_stats.summarize(records)
+def summary(run, plan):
+    """The results of the record ``dra-acceptance`` for this run (its sink's counts: every record made)."""
+    out = run.sink.result()
     out.update(run_id=plan["run_id"], namespace=plan["namespace"], kinds=list(plan["kinds"]),
-               concurrency=plan["concurrency"], interval={"start": run.started_at, "end": run.finished_at},
+               concurrency=plan["concurrency"], long_lived=plan.get("long_lived", 0), churn=plan["count"],
+               tracked_peak=run.tracked_peak, interval={"start": run.started_at, "end": run.finished_at},
                disruptions=run.disruption_events, device_health=device_health(run.tracker.health),
                events=getattr(run, "events", None) or {"warnings": [], "warnings_total": 0, "by_reason": {}})
     return out

@@ -357,49 +357,108 @@ def summarize(records):
     """
     if isinstance(records, (str, bytes, dict)) or not hasattr(records, "__iter__"):
         raise ClaimStatsError("records", "expected a list of per-claim records, got %s" % type(records).__name__)
-    normalised = [validate_record(rec, "records[%d]" % index) for index, rec in enumerate(records)]
-    successful = 0
-    allocation, start = [], []
-    errors = {}
-    defects, completed = [], 0
-    numa_checked, numa_violating, numa_details, numa_not_checked = 0, 0, [], []
-    for rec in normalised:
+    acc = Summary()
+    for index, rec in enumerate(records):
+        acc.add(rec, "records[%d]" % index)
+    return acc.result()
+
+
+class Summary(object):
+    """:func:`summarize` one record at a time (a run's records streamed, never all held): what it keeps is
+    the two latency samples of each successful claim, the error counts and the defects and NUMA findings
+    themselves, so its memory grows by two floats per lifecycle, not by a record."""
+
+    def __init__(self):
+        self.attempted = self.successful = self.completed = 0
+        self.failures = 0  # records with an error class or without ready_at (the progress lines' count)
+        self.allocation, self.start = [], []
+        self.errors = {}
+        self.defects = []
+        self.numa_checked, self.numa_violating, self.numa_details, self.numa_not_checked = 0, 0, [], []
+
+    def add(self, rec, where="record"):
+        """Validate ``rec`` (named ``where`` in an error) and count it; the normalised record."""
+        rec = validate_record(rec, where)
+        self.attempted += 1
+        if rec["error_class"] or rec["ready_at"] is None:
+            self.failures += 1
         latencies = _latencies(rec)
         if latencies is not None:
-            successful += 1
-            allocation.append(latencies[0])
-            start.append(latencies[1])
+            self.successful += 1
+            self.allocation.append(latencies[0])
+            self.start.append(latencies[1])
         else:
             error_class = rec["error_class"] or INCOMPLETE
-            errors[error_class] = errors.get(error_class, 0) + 1
+            self.errors[error_class] = self.errors.get(error_class, 0) + 1
         if rec["delete_requested_at"] is not None:
-            completed += 1
+            self.completed += 1
             reasons = _cleanup_reasons(rec)
             if reasons:
-                defects.append({"claim": rec["claim"], "namespace": rec["namespace"], "reasons": reasons})
+                self.defects.append({"claim": rec["claim"], "namespace": rec["namespace"], "reasons": reasons})
         if rec["numa_constraint"]:
             if not rec["devices"]:
-                numa_not_checked.append(rec["claim"])
-                continue
-            numa_checked += 1
-            found = _numa_check(rec)
-            if found:
-                numa_violating += 1
-                numa_details.extend(found)
-    cleanup = rates.failure_rate(len(defects), completed)
-    cleanup["claims"] = [item["claim"] for item in defects]
-    cleanup["details"] = defects
-    return {
-        "attempted": len(normalised),
-        "successful": successful,
-        "success_rate": rates.success_rate(successful, len(normalised)),
-        "allocation_latency_seconds": quantiles(allocation),
-        "start_latency_seconds": quantiles(start),
-        "errors": dict(sorted(errors.items())),
-        "cleanup_defects": cleanup,
-        "numa": {"checked": numa_checked, "violations": numa_violating, "details": numa_details,
-                 "not_checked": numa_not_checked},
-    }
+                self.numa_not_checked.append(rec["claim"])
+            else:
+                self.numa_checked += 1
+                found = _numa_check(rec)
+                if found:
+                    self.numa_violating += 1
+                    self.numa_details.extend(found)
+        return rec
+
+    def result(self):
+        cleanup = rates.failure_rate(len(self.defects), self.completed)
+        cleanup["claims"] = [item["claim"] for item in self.defects]
+        cleanup["details"] = list(self.defects)
+        return {
+            "attempted": self.attempted,
+            "successful": self.successful,
+            "success_rate": rates.success_rate(self.successful, self.attempted),
+            "allocation_latency_seconds": quantiles(self.allocation),
+            "start_latency_seconds": quantiles(self.start),
+            "errors": dict(sorted(self.errors.items())),
+            "cleanup_defects": cleanup,
+            "numa": {"checked": self.numa_checked, "violations": self.numa_violating,
+                     "details": list(self.numa_details), "not_checked": list(self.numa_not_checked)},
+        }
+
+
+class RecordSink(object):
+    """Per-claim records as a run makes them: each validated, counted (:class:`Summary`) and written at once
+    as a JSON line to a private temporary file beside ``path`` (private_files.PrivateStream); ``publish``
+    gives the file its name (0600, never replacing one), ``discard`` drops it. Nothing of a record stays in
+    memory but what the summary keeps. ``path`` None: the records are kept in ``records`` instead (tests)."""
+
+    def __init__(self, path=None):
+        self.summary = Summary()
+        self.stream = private_files.PrivateStream(path) if path else None
+        self.records = [] if path is None else None
+
+    def __len__(self):
+        return self.summary.attempted
+
+    @property
+    def failures(self):
+        return self.summary.failures
+
+    def add(self, rec):
+        rec = self.summary.add(rec, "records[%d]" % self.summary.attempted)
+        if self.stream is not None:
+            self.stream.write(json.dumps(rec, sort_keys=True, separators=(",", ":")) + "\n")
+        else:
+            self.records.append(rec)
+        return rec
+
+    def result(self):
+        return self.summary.result()
+
+    def publish(self):
+        if self.stream is not None:
+            self.stream.publish()
+
+    def discard(self):
+        if self.stream is not None:
+            self.stream.discard()
 
 
 def dumps_jsonl(records):

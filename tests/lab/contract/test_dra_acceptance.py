@@ -204,6 +204,27 @@ def test_allocation_failures_give_the_exact_ratio_the_lab_caused(lab, tmp_path):
     assert result["cleanup_defects"]["numerator"] == 0 and nothing_left(lab, "failures")
 
 
+def test_long_lived_and_churn_lifecycles_are_counted_and_cleaned_up(lab, tmp_path):
+    # the upstream DRA scale test's shape at a small size: long-lived pods held for the run, churn beside them
+    result = lifecycles(lab, tmp_path, "mix", count=16, concurrency=4, long_lived=8, kinds=["template"])
+    assert result["success_rate"] == {"numerator": 24, "denominator": 24, "percent": 100.0}, result.get("msg")
+    assert (result["attempted"], result["long_lived"], result["churn"]) == (24, 8, 16)
+    assert result["cleanup_defects"]["numerator"] == 0 and result["cleanup_defects"]["denominator"] == 24
+    # ended lifecycles leave the tracker: at most the long-lived ones and the churn's concurrency at once
+    assert 8 < result["tracked_peak"] <= 8 + 4
+    recs = records(result)
+    index = {rec["pod"]: int(rec["pod"].rsplit("-", 1)[1]) for rec in recs}
+    held = [rec for rec in recs if index[rec["pod"]] < 8]
+    churn = [rec for rec in recs if index[rec["pod"]] >= 8]
+    assert len(held) == 8 and len(churn) == 16 and len({rec["claim"] for rec in recs}) == 24
+    # the churn starts once every long-lived lifecycle is Ready; the long-lived go once the churn is over
+    assert min(seconds(r["created_at"]) for r in churn) > max(seconds(r["ready_at"]) for r in held)
+    assert min(seconds(r["delete_requested_at"]) for r in held) >= max(seconds(r["deleted_at"]) for r in churn)
+    truth = truth_of(lab, "mix")
+    assert len(truth) == 24 and all(t["deleted"] and t["pod_deleted"] for t in truth)
+    assert result["left_behind"] == [] and nothing_left(lab, "mix")
+
+
 def test_a_leak_is_a_cleanup_defect_naming_the_claims(lab, tmp_path):
     lab.server.fault_engine.add({"claim_leak": {}})
     result = lifecycles(lab, tmp_path, "leak", count=3, concurrency=3, kinds=["template"], cleanup_timeout=2)

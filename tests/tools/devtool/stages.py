@@ -71,7 +71,7 @@ def integration(layout: Layout, environ: Mapping[str, str] | None = None) -> int
     # Each file's real components (etcd, containerd, Prometheus, labs) take free ports: two workers, a
     # file whole on one (282 s instead of about 400 s here).
     return run_pytest(layout, "tests/integration",
-                      *xdist_args(environ, "DRA_GATE_INTEGRATION_WORKERS", "--dist", "loadfile"))
+                      *xdist_args(environ, "DRA_GATE_INTEGRATION_WORKERS", "--dist", "loadfile"), "--durations=15")
 
 
 def lab(layout: Layout, environ: Mapping[str, str] | None = None) -> int:
@@ -83,7 +83,8 @@ def lab(layout: Layout, environ: Mapping[str, str] | None = None) -> int:
     against the lab's truth within milliseconds: they run afterwards, alone, as a benchmark would.
     """
     args = xdist_args(environ, "DRA_GATE_LAB_WORKERS", "--dist", "loadfile")
-    rc = run_pytest(layout, "tests/lab", *args, "-m", "not timing")
+    # the 25 slowest tests in the log: where the stage's time goes (the CI budget is the whole command's)
+    rc = run_pytest(layout, "tests/lab", *args, "-m", "not timing", "--durations=25")
     log("lab: the timing tests, one at a time")
     timing = run(["python", "-m", "pytest", "-m", "timing", "tests/lab"])
     if timing == 5:

@@ -59,14 +59,14 @@ def test_no_xdist_no_workers(tmp_path, monkeypatch):
     monkeypatch.setattr(stages, "quiet", lambda argv, **kw: 1)
     ran = fake_pytest(monkeypatch, 3)
     assert stages.integration(layout_with(tmp_path, "tests/integration/test_a.py"), environ={}) == 3
-    assert ran == [["python", "-m", "pytest", "tests/integration"]]
+    assert ran == [["python", "-m", "pytest", "--durations=15", "tests/integration"]]
 
 
 def test_lab_runs_the_timing_tests_alone_afterwards(tmp_path, monkeypatch):
     monkeypatch.setattr(stages, "quiet", lambda argv, **kw: 0)
     ran = fake_pytest(monkeypatch, 0, 0)
     assert stages.lab(layout_with(tmp_path, "tests/lab/test_a.py"), environ={"DRA_GATE_LAB_WORKERS": "3"}) == 0
-    assert ran == [["python", "-m", "pytest", "-n", "3", "--dist", "loadfile", "-m", "not timing", "tests/lab"],
+    assert ran == [["python", "-m", "pytest", "-n", "3", "--dist", "loadfile", "-m", "not timing", "--durations=25", "tests/lab"],
                    ["python", "-m", "pytest", "-m", "timing", "tests/lab"]]
 
 

@@ -21,6 +21,7 @@ from ansible_collections.gpufleet.dra_gate.plugins.filter import dra_acceptance 
 from ansible_collections.gpufleet.dra_gate.plugins.filter import dra_canary as kf
 from ansible_collections.gpufleet.dra_gate.plugins.filter import drain_waves as df
 from ansible_collections.gpufleet.dra_gate.plugins.filter import phase as pf
+from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges import phase_role
 
 FILTER_DIR = os.path.dirname(pf.__file__)
 MODULES = (pf, df, kf, cf, af)
@@ -38,15 +39,25 @@ def test_every_filter_documented():
 
 
 def test_phase_filters():
-    hostvars = {"h1": {"dra_gate_node_name": "n1", "phase_host_failure": ""}, "h2": {"phase_host_failure": "failed: x"}, "h3": {}}
+    hostvars = {"h1": {"dra_gate_node_name": "n1", "read": {"changed": False}}, "h2": {"read": {"failed": True, "msg": "x"}},
+                "h3": {}, "h4": {"read": {"unreachable": True, "msg": "gone"}}, "h5": {"read": {"changed": False}}}
     assert pf.node_names(["h1", "h2"], hostvars) == ["n1", "h2"]
     assert pf.node_names(["h1"], hostvars, by_host=True) == {"h1": "n1"}
-    assert pf.phase_answered(["h1", "h2", "h3"], hostvars)["answered_hosts"] == ["h1"]
+    hosts = ["h1", "h2", "h3", "h4", "h5"]
+    # h5 answered an earlier read but is no longer in the play; h3 never ran the read
+    answered = pf.phase_answered(hosts, hostvars, "read", ["h1", "h2", "h3", "h4"])
+    assert answered["answered_hosts"] == ["h1"]
+    assert answered["failed_hosts"] == {"h2": "failed: x", "h3": phase_role.LEFT_THE_PLAY,
+                                        "h4": "unreachable: gone", "h5": phase_role.LEFT_THE_PLAY}
     assert pf.phase_host_failure({"unreachable": True, "msg": "m"}) == "unreachable: m"
     assert pf.phase_finished_hosts(None, ["h1"]) == ["h1"]
     assert pf.step_record({"failed": True, "msg": "m"}, "s")["ok"] is False
     with pytest.raises(AnsibleFilterError, match="^phase: hosts: expected a list"):
-        pf.phase_answered("h1", hostvars)
+        pf.phase_answered("h1", hostvars, "read", [])
+    with pytest.raises(AnsibleFilterError, match="^phase: result_name: expected the name"):
+        pf.phase_answered(["h1"], hostvars, "", ["h1"])
+    with pytest.raises(AnsibleFilterError, match="^phase: read of h1: expected a task result"):
+        pf.phase_answered(["h1"], {"h1": {"read": "text"}}, "read", ["h1"])
     with pytest.raises(AnsibleFilterError, match="^phase: evidence: expected"):
         pf.phase_gate_message("x", "drain", "block")
     assert pf.seconds_between("2026-12-02T01:00:00Z", "2026-12-02T01:00:01.250001Z") == 1.250001

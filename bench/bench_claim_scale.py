@@ -24,7 +24,6 @@ __metaclass__ = type
 
 import argparse
 import json
-import math
 import os
 import resource
 import shutil
@@ -35,7 +34,7 @@ import time
 import urllib.request
 
 from goals import goal, quick_flag  # bench/ is the script's directory, first on the path
-from bench_claim_lifecycle import COLLECTIONS, REPO, VENV_BIN, cpu_seconds, start_lab, stop_lab
+from bench_claim_lifecycle import COLLECTIONS, REPO, VENV_BIN, cpu_seconds, nearest_rank, start_lab, stop_lab
 
 sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 
@@ -52,11 +51,6 @@ def peak_rss_mib(pid):
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024.0
     return None
-
-
-def nearest_rank(samples, q):
-    ordered = sorted(samples)
-    return ordered[max(1, int(math.ceil(q * len(ordered)))) - 1]
 
 
 def run(args):

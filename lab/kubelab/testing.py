@@ -54,8 +54,11 @@ class Lab:
 
 def start_lab(workdir: str, scenario: str = "minimal", tls=None, token=None, controllers: bool = True,
               ca_pem: bytes | None = None) -> Lab:
-    """etcd + API server (+ controllers) on loopback, a kubeconfig for it and an empty HOME."""
-    data = load_scenario(os.path.join(LAB, "scenarios", scenario + ".yml")) if scenario else {}
+    """etcd + API server (+ controllers) on loopback, a kubeconfig for it and an empty HOME. ``scenario``: a
+    scenario's name under lab/scenarios, or the path of a scenario file (``.yml``)."""
+    if scenario and not scenario.endswith(".yml"):  # a name under lab/scenarios, else a scenario file's path
+        scenario = os.path.join(LAB, "scenarios", scenario + ".yml")
+    data = load_scenario(scenario) if scenario else {}
     if data.get("gpu_nodes"):  # GPU nodes from node trees (kubelab.gpunodes); writes workdir/inventory.yml
         prepare_gpu_nodes(data, workdir, os.path.join(workdir, "kubeconfig"))
     etcd = EtcdProcess(workdir=os.path.join(workdir, "etcd")).start()

@@ -61,6 +61,7 @@ RULES = [
     i.Rule("dra_acceptance_count", "dra_gate_acceptance_count", "a whole number above 0", i.positive_whole_number),
     i.Rule("dra_acceptance_concurrency", "dra_gate_acceptance_concurrency", "a whole number above 0",
            i.positive_whole_number),
+    i.Rule("dra_acceptance_long_lived", "dra_gate_acceptance_long_lived", "a whole number, 0 or more", i.whole_number),
     i.Rule("dra_acceptance_kinds", "dra_gate_acceptance_kinds", "a non-empty list of template|extended|mig|numa",
            kinds),
     i.Rule("dra_acceptance_device_class", "dra_gate_acceptance_device_class", "a DeviceClass name",

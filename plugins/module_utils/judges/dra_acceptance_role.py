@@ -15,7 +15,8 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges.phase_rol
 
 MEASURED_KEYS = ("attempted", "successful", "success_rate", "allocation_latency_seconds", "start_latency_seconds",
                  "errors", "cleanup_defects", "numa", "records_path", "interval", "progress", "left_behind", "kinds",
-                 "concurrency", "namespace", "run_id", "gpus", "disruptions", "device_health", "events", "would_run")
+                 "concurrency", "long_lived", "churn", "tracked_peak", "namespace", "run_id", "gpus", "disruptions",
+                 "device_health", "events", "would_run")
 METRICS_KEYS = ("quantiles", "query", "interval", "evaluated_at", "operation", "dcgm")
 ID_LENGTH = 40
 

@@ -14,7 +14,7 @@ from ansible_collections.gpufleet.dra_gate.plugins.module_utils.judges.phase_rol
 
 LIFECYCLES = {"changed": True, "attempted": 4, "successful": 4, "success_rate": 1.0, "namespace": "dra-acceptance",
               "interval": {"start": "s", "end": "e"}, "records_path": "/r/x.jsonl", "progress": ["4/4"],
-              "invocation": {"module_args": {}}}
+              "long_lived": 1, "churn": 3, "tracked_peak": 3, "invocation": {"module_args": {}}}
 CLEANUP = {"changed": False, "left_behind": []}
 METRICS = {"changed": False, "quantiles": {"p50": 0.1}, "query": "q", "interval": {}, "evaluated_at": "t",
            "operation": "PrepareResources", "dcgm": {}, "invocation": {}}
@@ -33,6 +33,8 @@ def test_results_measured():
     out = da.results(LIFECYCLES, CLEANUP, METRICS, prometheus_url="http://prom:9090")
     assert out["failure"] is None and out["check_mode"] is False
     assert "invocation" not in out["lifecycles"] and out["lifecycles"]["attempted"] == 4
+    # the scale shape's counts are evidence: held for the run, churn, the most tracked at once
+    assert (out["lifecycles"]["long_lived"], out["lifecycles"]["churn"], out["lifecycles"]["tracked_peak"]) == (1, 3, 3)
     assert out["cleanup"] == {"left_behind": [], "failed": False, "msg": None}
     assert out["metrics"] == {"quantiles": {"p50": 0.1}, "query": "q", "interval": {}, "evaluated_at": "t",
                               "operation": "PrepareResources", "dcgm": {}}

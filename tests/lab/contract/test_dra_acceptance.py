@@ -25,16 +25,16 @@ import subprocess
 import time
 
 import pytest
-import yaml
 
-from kubelab.controllers.dra import truth_list
 from kubelab.testing import start_lab, stop_lab, wait_for
+
+import claim_runs  # tests/ is on pytest's pythonpath (pytest.ini)
+from claim_runs import RUN_LABEL, playbook_text, records
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
 COLLECTIONS = os.path.join(REPO, ".cache", "collections")
 NS = "dra-acceptance"
-RUN_LABEL = "gpufleet.io/dra-acceptance-run"
 
 
 @pytest.fixture(scope="module")
@@ -66,40 +66,12 @@ def no_faults(lab):
     lab.server.fault_engine.remove()
 
 
-def playbook_text(args: dict, out: str) -> str:
-    return yaml.safe_dump([{
-        "name": "claim lifecycles", "hosts": "localhost", "gather_facts": False,
-        "tasks": [
-            {"name": "Run", "gpufleet.dra_gate.claim_lifecycle": args, "register": "result", "ignore_errors": True},
-            {"name": "Keep the result", "ansible.builtin.copy": {"content": "{{ result | to_json }}", "dest": out,
-                                                                 "mode": "0600"}}]}])
-
-
 def lifecycles(lab, tmp_path, run_id, **args):
-    """Run claim_lifecycle through ansible-playbook; its result (failed or not)."""
-    evidence = tmp_path / "evidence"
-    evidence.mkdir(mode=0o700, exist_ok=True)
-    base = {"kubeconfig": lab.kubeconfig, "run_id": run_id, "namespace": NS, "evidence_dir": str(evidence),
-            "delete_grace_seconds": 0, "lifecycle_timeout": 30, "cleanup_timeout": 30, "progress_every": 0}
-    base.update(args)
-    out = str(tmp_path / ("result-%s.json" % run_id))
-    proc = lab.run_playbook(playbook_text(base, out), tmp_path, name="play-%s.yml" % run_id, timeout=500,
-                            ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
-    assert os.path.exists(out), proc.stdout[-4000:] + proc.stderr[-2000:]
-    with open(out) as handle:
-        result = json.load(handle)
-    result["_stdout"] = proc.stdout
-    return result
-
-
-def records(result):
-    with open(result["records_path"]) as handle:
-        return [json.loads(line) for line in handle]
+    return claim_runs.lifecycles(lab, tmp_path, run_id, NS, **args)
 
 
 def truth_of(lab, run_id):
-    prefix = "dra-gate-%s-" % run_id
-    return [t for t in truth_list(lab.server) if t["namespace"] == NS and (t["pod"] or t["claim"] or "").startswith(prefix)]
+    return claim_runs.truth_of(lab, NS, run_id)
 
 
 def seconds(text):
@@ -114,14 +86,7 @@ def nearest_rank(samples, q):
 
 
 def nothing_left(lab, run_id):
-    selector = "%s=%s" % (RUN_LABEL, run_id)
-    pods = lab.core.list_namespaced_pod(NS, label_selector=selector).items
-    claims = [c for c in lab.custom.list_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims")["items"]
-              if any(r.get("name", "").startswith("dra-gate-%s-" % run_id) for r in c["metadata"].get("ownerReferences") or [])
-              or (c["metadata"].get("labels") or {}).get(RUN_LABEL) == run_id]
-    templates = lab.custom.list_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaimtemplates",
-                                                         label_selector=selector)["items"]
-    return not pods and not claims and not templates
+    return claim_runs.nothing_left(lab, NS, run_id)
 
 
 @pytest.mark.timing

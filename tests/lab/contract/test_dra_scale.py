@@ -16,19 +16,18 @@ run with churn cycling beside them, twice, with 4x the churn the second time:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
 import pytest
 import yaml
 
-from kubelab.controllers.dra import truth_list
 from kubelab.testing import start_lab, stop_lab, wait_for
+
+from claim_runs import lifecycles, nothing_left, records, truth_of  # tests/ is on pytest's pythonpath (pytest.ini)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SCENARIO = os.path.join(REPO, "lab", "scenarios", "dra-scale-100.yml")
-COLLECTIONS = os.path.join(REPO, ".cache", "collections")
 NS = "dra-scale"
 NODES = 6
 LONG_LIVED = 12
@@ -63,38 +62,6 @@ def lab(tmp_path_factory):
     assert not errors, "controller errors: %s" % errors[:5]
 
 
-def run(lab, tmp_path, run_id, churn):
-    evidence = tmp_path / "evidence"
-    evidence.mkdir(mode=0o700, exist_ok=True)
-    out = str(tmp_path / ("result-%s.json" % run_id))
-    args = {"kubeconfig": lab.kubeconfig, "run_id": run_id, "namespace": NS, "create_namespace": True,
-            "count": churn, "long_lived": LONG_LIVED, "concurrency": CONCURRENCY, "kinds": ["template"],
-            "delete_grace_seconds": 0, "lifecycle_timeout": 60, "cleanup_timeout": 60, "progress_every": 0,
-            "evidence_dir": str(evidence)}
-    play = yaml.safe_dump([{"name": "scale shape", "hosts": "localhost", "gather_facts": False, "tasks": [
-        {"name": "Run", "gpufleet.dra_gate.claim_lifecycle": args, "register": "result", "ignore_errors": True},
-        {"name": "Keep", "ansible.builtin.copy": {"content": "{{ result | to_json }}", "dest": out, "mode": "0600"}}]}])
-    proc = lab.run_playbook(play, tmp_path, name="play-%s.yml" % run_id, timeout=400,
-                            ANSIBLE_COLLECTIONS_PATH=COLLECTIONS)
-    assert os.path.exists(out), proc.stdout[-4000:] + proc.stderr[-2000:]
-    with open(out, encoding="utf-8") as handle:
-        result = json.load(handle)
-    with open(result["records_path"], encoding="utf-8") as handle:
-        result["_records"] = [json.loads(line) for line in handle]
-    return result
-
-
-def run_objects(lab, run_id):
-    prefix = "dra-gate-%s-" % run_id
-    pods = [p for p in lab.core.list_namespaced_pod(NS).items if p.metadata.name.startswith(prefix)]
-    claims = [c for c in lab.custom.list_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims")["items"]
-              if c["metadata"]["name"].startswith(prefix)]
-    templates = [t for t in lab.custom.list_namespaced_custom_object("resource.k8s.io", "v1", NS,
-                                                                     "resourceclaimtemplates")["items"]
-                 if t["metadata"]["name"].startswith(prefix)]
-    return pods + claims + templates
-
-
 def test_the_scale_scenario_comes_up_with_a_slice_per_dra_node(lab):
     def ready():
         slices = lab.custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"]
@@ -112,18 +79,19 @@ def test_the_scale_scenario_comes_up_with_a_slice_per_dra_node(lab):
 
 @pytest.mark.parametrize("run_id, churn", [("scale-a", 12), ("scale-b", 48)])
 def test_long_lived_and_churn_counted_cleaned_and_tracked_flat(lab, tmp_path, run_id, churn):
-    result = run(lab, tmp_path, run_id, churn)
+    result = lifecycles(lab, tmp_path, run_id, NS, timeout=400, create_namespace=True, count=churn,
+                        long_lived=LONG_LIVED, concurrency=CONCURRENCY, kinds=["template"], lifecycle_timeout=60,
+                        cleanup_timeout=60)
     total = LONG_LIVED + churn
     assert result["success_rate"] == {"numerator": total, "denominator": total, "percent": 100.0}, result.get("msg")
     assert (result["attempted"], result["long_lived"], result["churn"]) == (total, LONG_LIVED, churn)
-    recs = result["_records"]
+    recs = records(result)
     assert len(recs) == total and len({rec["claim"] for rec in recs}) == total
     assert all(rec["error_class"] is None for rec in recs)
     defects = result["cleanup_defects"]
     assert (defects["numerator"], defects["denominator"], defects["claims"]) == (0, total, [])
-    assert result["left_behind"] == [] and run_objects(lab, run_id) == []
-    prefix = "dra-gate-%s-" % run_id
-    truth = [t for t in truth_list(lab.server) if t["namespace"] == NS and (t["claim"] or "").startswith(prefix)]
+    assert result["left_behind"] == [] and nothing_left(lab, NS, run_id)
+    truth = truth_of(lab, NS, run_id)
     assert len(truth) == total and all(t["deleted"] and t["pod_deleted"] for t in truth)
     # memory flat: what is tracked at once is bounded by what runs at once, whatever the churn
     assert LONG_LIVED < result["tracked_peak"] <= LONG_LIVED + CONCURRENCY
